@@ -1,0 +1,32 @@
+//! The Plugin contract: the only thing a Plugin and a Host share.
+//!
+//! A Host keeps a [`Packs`] registry and hands it to each [`Plugin`] it installs. A Plugin
+//! inserts Packs into it, each under a name and an id, with the part of the Host's
+//! configuration that belongs to it and a [`PackFactory`]. When a run declares a Pack
+//! (`uses: [mcp]`), the Host calls [`Packs::construct`] with its [`Services`]; the factory
+//! builds the [`Pack`], whose tools the run then sees under `<id>/<tool>`.
+//!
+//! # Layout
+//!
+//! - [`Packs`], [`PackFactory`], [`Construct`]: the registry and how a Pack is built.
+//! - [`Pack`], [`ToolSpec`], [`ToolError`], [`Unavailable`]: what a built Pack offers.
+//! - [`Services`], [`Service`], [`TOKIO_RUNTIME`]: typed values a Host lends to Packs.
+//!
+//! The contract is deliberately free of async-trait machinery: futures are boxed
+//! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio`.
+
+#![forbid(unsafe_code)]
+
+mod pack;
+mod packs;
+mod services;
+
+pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
+pub use packs::{Construct, PackFactory, Packs};
+pub use services::{Service, Services, TOKIO_RUNTIME};
+
+/// A Plugin: inserts its Packs into the Host's registry, given the Host's whole configuration.
+///
+/// A Plugin only registers; it must not build anything or do I/O. Building happens later, in
+/// [`PackFactory::construct`], when a run asks for the Pack.
+pub type Plugin = fn(&mut Packs, &serde_json::Value);

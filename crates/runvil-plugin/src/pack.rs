@@ -1,0 +1,129 @@
+//! What a built Pack offers a run: its tools, readiness, and calls.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+/// A boxed, sendable future: the contract's only async shape.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A built Pack: a set of tools a run can list and call.
+///
+/// Dropping a future returned by [`Pack::call`] abandons the call; a Pack that talks to a
+/// remote system should tell it so.
+pub trait Pack: Send + Sync {
+    /// Text the Host shows a model before any tool, when the Pack is declared. `None` means
+    /// declaring the Pack only makes it required.
+    fn prelude(&self) -> Option<&str>;
+
+    /// The Pack's tools, with names already qualified by the Pack id (`<id>/<tool>`).
+    fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Resolves when the Pack can take calls, or with the reason it never will.
+    fn ready(&self) -> BoxFuture<'_, Result<(), Unavailable>>;
+
+    /// Calls one of [`Pack::tools`] by its qualified name with JSON arguments and answers text
+    /// for a model.
+    fn call(&self, tool: &str, args: Value) -> BoxFuture<'_, Result<String, ToolError>>;
+}
+
+/// One tool as a model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The qualified name, `<pack id>/<tool>`.
+    pub name: String,
+    /// What the tool does and when to use it, for a model.
+    pub description: String,
+    /// The JSON Schema of the tool's arguments object.
+    pub input_schema: Value,
+}
+
+/// Why a call did not produce a result. Each kind's text is meant for a model to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The call itself was wrong (an unknown name, a bad argument); the model can fix it.
+    Invalid(String),
+    /// The system behind the tool answered with an error.
+    Backend(String),
+    /// The system behind the tool could not be reached, or did not answer in time.
+    Transport(String),
+}
+
+impl ToolError {
+    /// The error's text without its kind.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Invalid(m) | Self::Backend(m) | Self::Transport(m) => m,
+        }
+    }
+
+    /// A short lowercase name of the kind: `invalid`, `backend` or `transport`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Invalid(_) => "invalid",
+            Self::Backend(_) => "backend",
+            Self::Transport(_) => "transport",
+        }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} error: {}", self.kind(), self.message())
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// A Pack that cannot be built or cannot become ready, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable {
+    /// Why, for the person running the Host.
+    pub reason: String,
+}
+
+impl Unavailable {
+    /// An unavailable Pack with this reason.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pack unavailable: {}", self.reason)
+    }
+}
+
+impl std::error::Error for Unavailable {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_error_names_its_kind() {
+        let cases = [
+            (ToolError::Invalid("x".into()), "invalid error: x"),
+            (ToolError::Backend("y".into()), "backend error: y"),
+            (ToolError::Transport("z".into()), "transport error: z"),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+        }
+        assert_eq!(ToolError::Backend("m".into()).message(), "m");
+    }
+
+    #[test]
+    fn unavailable_shows_its_reason() {
+        assert_eq!(
+            Unavailable::new("no runtime").to_string(),
+            "pack unavailable: no runtime"
+        );
+    }
+}

@@ -1,0 +1,194 @@
+//! The Pack's configuration: an `mcp.json` `mcpServers` object, each entry parsed on its own.
+//!
+//! An entry becomes a [`ServerSpec`] or a [`Refusal`]; a refusal never affects the other
+//! entries. String values the client uses (`url` and header values) may hold `${env:NAME}`
+//! and `${userHome}`; everything expanded is a [`Secret`] from here on. Parsing does no I/O:
+//! the environment is read, but no file, socket or process is touched.
+
+use reqwest::header::{HeaderName, HeaderValue};
+use serde_json::{Map, Value};
+
+use crate::policy::{ALLOWED_SCHEMES, RESERVED_HEADERS, Refusal};
+use crate::secret::Secret;
+
+/// Where `${env:NAME}` and `${userHome}` get their values; tests lend their own.
+pub(crate) trait Environment {
+    fn var(&self, name: &str) -> Option<String>;
+    fn home(&self) -> Option<String>;
+}
+
+/// The process environment.
+pub(crate) struct ProcessEnvironment;
+
+impl Environment for ProcessEnvironment {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var_os(name)?.into_string().ok()
+    }
+
+    // HOME only: the password database would be a file read, and construct reads no file.
+    fn home(&self) -> Option<String> {
+        self.var("HOME").filter(|home| !home.is_empty())
+    }
+}
+
+/// A remote server the client will connect to.
+#[derive(Debug)]
+pub(crate) struct ServerSpec {
+    /// The endpoint, expanded and checked to be an http or https URL.
+    pub(crate) url: Secret,
+    /// Configured headers, checked to be sendable and not reserved; values marked sensitive.
+    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
+    /// Every value to scrub from output: the URL, header values, expanded variables.
+    pub(crate) secrets: Vec<Secret>,
+}
+
+/// One entry of the configuration, parsed.
+#[derive(Debug)]
+pub(crate) enum Entry {
+    Remote(ServerSpec),
+    Refused(Refusal),
+}
+
+/// The configuration is neither an object nor null.
+#[derive(Debug)]
+pub(crate) struct NotAnObject;
+
+/// Parses every entry of `config`, in name order. Null means no servers.
+pub(crate) fn parse(
+    config: &Value,
+    env: &dyn Environment,
+) -> Result<Vec<(String, Entry)>, NotAnObject> {
+    let servers = match config {
+        Value::Null => return Ok(Vec::new()),
+        Value::Object(servers) => servers,
+        _ => return Err(NotAnObject),
+    };
+    let mut entries: Vec<(String, Entry)> = servers
+        .iter()
+        .map(|(name, entry)| {
+            let parsed = match parse_entry(entry, env) {
+                Ok(spec) => Entry::Remote(spec),
+                Err(refusal) => Entry::Refused(refusal),
+            };
+            (name.clone(), parsed)
+        })
+        .collect();
+    // serde_json may be built with preserve_order by another crate in the tree.
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
+}
+
+fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refusal> {
+    let entry = entry.as_object().ok_or(Refusal::NotAnObject)?;
+    if entry.contains_key("command") {
+        return Err(Refusal::Local);
+    }
+    if entry.get("type").and_then(Value::as_str) == Some("sse") {
+        return Err(Refusal::LegacySse);
+    }
+    let mut secrets = Vec::new();
+
+    let url = match entry.get("url") {
+        None => return Err(Refusal::MissingUrl),
+        Some(url) => expand_string(url, "url", env, &mut secrets)?,
+    };
+    let parsed = reqwest::Url::parse(url.expose()).map_err(|_| Refusal::InvalidUrl)?;
+    if !ALLOWED_SCHEMES.contains(&parsed.scheme()) {
+        return Err(Refusal::Scheme);
+    }
+    secrets.push(url.clone());
+
+    let headers = match entry.get("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(headers)) => parse_headers(headers, env, &mut secrets)?,
+        Some(_) => return Err(Refusal::HeadersNotAnObject),
+    };
+    Ok(ServerSpec {
+        url,
+        headers,
+        secrets,
+    })
+}
+
+fn parse_headers(
+    headers: &Map<String, Value>,
+    env: &dyn Environment,
+    secrets: &mut Vec<Secret>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, Refusal> {
+    let mut parsed = Vec::with_capacity(headers.len());
+    for (name, value) in headers {
+        let shown = name.escape_default().to_string();
+        let lower = name.to_ascii_lowercase();
+        if RESERVED_HEADERS.contains(&lower.as_str()) {
+            return Err(Refusal::ReservedHeader { name: shown });
+        }
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| Refusal::InvalidHeaderName { name: shown.clone() })?;
+        let expanded = expand_string(value, &format!("headers.{shown}"), env, secrets)?;
+        let mut value = HeaderValue::from_str(expanded.expose())
+            .map_err(|_| Refusal::InvalidHeaderValue { name: shown })?;
+        // Keeps the value out of the Debug of reqwest's requests and headers.
+        value.set_sensitive(true);
+        secrets.push(expanded);
+        parsed.push((header, value));
+    }
+    Ok(parsed)
+}
+
+/// Expands a string value of the entry at `key`, keeping each expanded variable's value as a
+/// secret of its own (a token inside a URL is scrubbed even where the whole URL is not).
+fn expand_string(
+    value: &Value,
+    key: &str,
+    env: &dyn Environment,
+    secrets: &mut Vec<Secret>,
+) -> Result<Secret, Refusal> {
+    let raw = value.as_str().ok_or_else(|| Refusal::NotAString {
+        key: key.to_owned(),
+    })?;
+    expand(raw, key, env, secrets).map(Secret::new)
+}
+
+/// Replaces `${env:NAME}` and `${userHome}` in `raw`; any other `${...}`, `${env:}` and an
+/// unterminated `${` are left as they are.
+fn expand(
+    raw: &str,
+    key: &str,
+    env: &dyn Environment,
+    secrets: &mut Vec<Secret>,
+) -> Result<String, Refusal> {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let inner = &after[..end];
+        match inner.strip_prefix("env:") {
+            Some(name) if !name.is_empty() => {
+                let value = env.var(name).ok_or_else(|| Refusal::UnsetVariable {
+                    name: name.escape_default().to_string(),
+                    key: key.to_owned(),
+                })?;
+                out.push_str(&value);
+                secrets.push(Secret::new(value));
+            }
+            _ if inner == "userHome" => {
+                let home = env.home().ok_or_else(|| Refusal::NoHome {
+                    key: key.to_owned(),
+                })?;
+                out.push_str(&home);
+            }
+            _ => out.push_str(&rest[start..start + 2 + end + 1]),
+        }
+        rest = &after[end + 1..];
+    }
+    // Whatever is left has no complete `${...}`: an unterminated `${` passes through.
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,176 @@
+//! Every configuration rule of the specification, one case a row.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::*;
+
+struct FakeEnvironment {
+    vars: HashMap<&'static str, &'static str>,
+    home: Option<&'static str>,
+}
+
+impl Environment for FakeEnvironment {
+    fn var(&self, name: &str) -> Option<String> {
+        self.vars.get(name).map(|v| (*v).to_owned())
+    }
+    fn home(&self) -> Option<String> {
+        self.home.map(str::to_owned)
+    }
+}
+
+fn env() -> FakeEnvironment {
+    FakeEnvironment {
+        vars: HashMap::from([("A", "alpha"), ("B", "beta"), ("EMPTY", ""), ("CRLF", "x\r\ny")]),
+        home: Some("/home/u"),
+    }
+}
+
+fn one(entry: Value) -> Result<ServerSpec, String> {
+    let config = json!({ "s": entry });
+    let mut parsed = parse(&config, &env()).expect("an object");
+    match parsed.pop() {
+        Some((_, Entry::Remote(spec))) => Ok(spec),
+        Some((_, Entry::Refused(refusal))) => Err(refusal.to_string()),
+        None => panic!("one entry in, none out"),
+    }
+}
+
+fn url_of(entry: Value) -> String {
+    one(entry).expect("accepted").url.expose().to_owned()
+}
+
+#[test]
+fn null_is_no_servers_and_other_values_are_not_objects() {
+    assert!(parse(&Value::Null, &env()).expect("null").is_empty());
+    for bad in [json!([]), json!("x"), json!(1), json!(true)] {
+        assert!(parse(&bad, &env()).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn entries_come_back_in_name_order() {
+    let config = json!({"b": {"url": "http://b"}, "a": {"command": "x"}, "C": 1});
+    let names: Vec<String> = parse(&config, &env())
+        .expect("object")
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(names, ["C", "a", "b"]);
+}
+
+#[test]
+fn refusals_name_the_key_and_use_the_policy_texts() {
+    let cases = [
+        (json!(7), "the entry is not an object"),
+        (json!({"command": "npx", "args": ["x"], "env": {}, "cwd": "/"}), "local MCP servers (command) are not supported yet"),
+        (json!({"command": "npx", "url": "http://x"}), "local MCP servers (command) are not supported yet"),
+        (json!({"type": "sse", "url": "http://x"}), "type \"sse\" is the legacy HTTP+SSE transport, which is not supported; use Streamable HTTP"),
+        (json!({}), "url is missing"),
+        (json!({"headers": {}}), "url is missing"),
+        (json!({"url": 5}), "url is not a string"),
+        (json!({"url": "not a url"}), "url is not a valid URL"),
+        (json!({"url": "ftp://x"}), "url must start with http:// or https://"),
+        (json!({"url": "file:///etc/passwd"}), "url must start with http:// or https://"),
+        (json!({"url": "http://x", "headers": []}), "headers is not an object"),
+        (json!({"url": "http://x", "headers": "a"}), "headers is not an object"),
+        (json!({"url": "http://x", "headers": {"X-N": 1}}), "headers.X-N is not a string"),
+        (json!({"url": "http://x", "headers": {"Accept": "a"}}), "header Accept is set by the client and may not be configured"),
+        (json!({"url": "http://x", "headers": {"mcp-session-id": "a"}}), "header mcp-session-id is set by the client and may not be configured"),
+        (json!({"url": "http://x", "headers": {"LAST-EVENT-ID": "a"}}), "header LAST-EVENT-ID is set by the client and may not be configured"),
+        (json!({"url": "http://x", "headers": {"bad name": "a"}}), "header name bad name cannot be sent over HTTP"),
+        (json!({"url": "http://x", "headers": {"X-V": "a\nb"}}), "the value of header X-V cannot be sent over HTTP"),
+        (json!({"url": "http://x", "headers": {"X-V": "${env:CRLF}"}}), "the value of header X-V cannot be sent over HTTP"),
+        (json!({"url": "http://${env:NOPE}/mcp"}), "environment variable NOPE is not set (used in url)"),
+        (json!({"url": "http://x", "headers": {"Authorization": "Bearer ${env:A}-${env:UNSET_B}"}}), "environment variable UNSET_B is not set (used in headers.Authorization)"),
+    ];
+    for (entry, reason) in cases {
+        assert_eq!(one(entry.clone()).err().as_deref(), Some(reason), "{entry}");
+    }
+}
+
+#[test]
+fn refusals_never_show_a_value() {
+    let entry = json!({"url": "http://x", "headers": {"X-V": "${env:CRLF}"}});
+    let reason = one(entry).err().expect("refused");
+    assert!(!reason.contains('x') || !reason.contains("y"), "{reason}");
+}
+
+#[test]
+fn other_types_and_unknown_fields_are_ignored() {
+    for entry in [
+        json!({"url": "http://x/mcp", "type": "http"}),
+        json!({"url": "http://x/mcp", "type": "streamable-http", "timeout": 5, "disabled": false}),
+        json!({"url": "http://x/mcp", "type": 3}),
+        json!({"url": "https://x/mcp", "headers": null}),
+    ] {
+        assert!(one(entry.clone()).is_ok(), "{entry}");
+    }
+}
+
+#[test]
+fn substitution_expands_env_and_home_anywhere_any_number_of_times() {
+    let cases = [
+        ("http://x/${env:A}", "http://x/alpha"),
+        ("http://${env:A}.${env:B}/${env:A}", "http://alpha.beta/alpha"),
+        ("http://x${userHome}/p", "http://x/home/u/p"),
+        ("http://x/${env:EMPTY}e", "http://x/e"),
+        ("http://x/${other}", "http://x/$%7Bother%7D"),
+    ];
+    for (raw, want) in cases {
+        let got = url_of(json!({"url": raw}));
+        assert_eq!(reqwest::Url::parse(&got).expect("url").as_str(), want, "{raw}");
+    }
+}
+
+#[test]
+fn other_forms_pass_through_unchanged() {
+    let mut secrets = Vec::new();
+    let cases = [
+        ("${env:}", "${env:}"),
+        ("a${", "a${"),
+        ("a${env:A", "a${env:A"),
+        ("${workspaceFolder}/x", "${workspaceFolder}/x"),
+        ("${input:token}", "${input:token}"),
+        ("$env:A", "$env:A"),
+        ("${ env:A}", "${ env:A}"),
+        ("Bearer ${env:A}-${env:B}", "Bearer alpha-beta"),
+        ("${env:A}${", "alpha${"),
+        ("}${userHome}{", "}/home/u{"),
+    ];
+    for (raw, want) in cases {
+        assert_eq!(expand(raw, "k", &env(), &mut secrets).as_deref(), Ok(want), "{raw}");
+    }
+}
+
+#[test]
+fn user_home_without_home_is_refused() {
+    let no_home = FakeEnvironment {
+        vars: HashMap::new(),
+        home: None,
+    };
+    let got = expand("${userHome}/x", "url", &no_home, &mut Vec::new());
+    assert_eq!(
+        got.map_err(|r| r.to_string()),
+        Err("${userHome} is used in url but HOME is not set".to_owned())
+    );
+}
+
+#[test]
+fn headers_are_sensitive_and_every_value_is_a_secret() {
+    let spec = one(json!({
+        "url": "https://h/mcp?k=${env:A}",
+        "headers": {"Authorization": "Bearer ${env:B}", "X-Plain": "plain-value"}
+    }))
+    .expect("accepted");
+    assert!(spec.headers.iter().all(|(_, v)| v.is_sensitive()));
+    let exposed: Vec<&str> = spec.secrets.iter().map(Secret::expose).collect();
+    for want in ["alpha", "beta", "https://h/mcp?k=alpha", "Bearer beta", "plain-value"] {
+        assert!(exposed.contains(&want), "{want} missing from {exposed:?}");
+    }
+    let shown = format!("{spec:?}");
+    for value in ["alpha", "beta", "plain-value", "https://h"] {
+        assert!(!shown.contains(value), "{value} in {shown}");
+    }
+}

@@ -1,0 +1,177 @@
+//! One background task per server: start it, and keep trying until it lists its tools.
+//!
+//! A server is `loading` during its first attempt, `error` with a reason after a failed one
+//! (while the task waits and tries again: 1 s, doubling up to a minute), and `ready` once an
+//! attempt connects, shakes hands and lists every page of tools within the deadline. A ready
+//! server stays ready; later failures belong to the calls that meet them.
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+
+use reqwest::Client;
+use tokio::runtime::Handle;
+
+use crate::config::ServerSpec;
+use crate::envelope::{self, ToolSet};
+use crate::policy::{START_ATTEMPT_DEADLINE, retry_delay};
+use crate::secret::Scrubber;
+use crate::session::{Session, SharedSession};
+use crate::transport::{self, Transport, TransportError};
+
+/// Where a server stands.
+#[derive(Debug, Clone)]
+pub(crate) enum Status {
+    Loading,
+    Ready(Ready),
+    Error(String),
+}
+
+/// A started server: its session and checked tools.
+#[derive(Debug, Clone)]
+pub(crate) struct Ready {
+    pub(crate) session: SharedSession,
+    pub(crate) tools: Arc<ToolSet>,
+}
+
+/// One configured server, shared by its task and the Pack.
+#[derive(Debug)]
+pub(crate) struct Server {
+    pub(crate) name: String,
+    status: RwLock<Status>,
+}
+
+impl Server {
+    pub(crate) fn new(name: String, status: Status) -> Self {
+        Self {
+            name,
+            status: RwLock::new(status),
+        }
+    }
+
+    pub(crate) fn status(&self) -> Status {
+        self.status
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, status: Status) {
+        *self.status.write().unwrap_or_else(PoisonError::into_inner) = status;
+    }
+}
+
+/// The one HTTP client of a Pack, built by the first task that needs it: building it reads
+/// the system's trust store, which construct may not do.
+pub(crate) type SharedClient = Arc<OnceLock<Result<Client, TransportError>>>;
+
+/// Starts `server` on `runtime`; the task ends when the server is ready or the handle is
+/// aborted.
+pub(crate) fn spawn(
+    runtime: &Handle,
+    server: Arc<Server>,
+    spec: ServerSpec,
+    client: SharedClient,
+    scrubber: Arc<Scrubber>,
+) -> tokio::task::JoinHandle<()> {
+    let task_runtime = runtime.clone();
+    runtime.spawn(async move {
+        let attempt = || start(&task_runtime, &spec, &client);
+        let on_failure = |reason: String| {
+            let reason = scrubber.clean(&reason);
+            tracing::warn!(server = %server.name.escape_default(), %reason, "server did not start");
+            server.set(Status::Error(reason));
+        };
+        let ready = retry_until_ready(attempt, on_failure).await;
+        tracing::info!(server = %server.name.escape_default(), tools = ready.tools.tools.len(), "server ready");
+        server.set(Status::Ready(ready));
+    })
+}
+
+/// One attempt: connect, handshake, list every page, check the tools.
+async fn start(
+    runtime: &Handle,
+    spec: &ServerSpec,
+    client: &SharedClient,
+) -> Result<Ready, String> {
+    let client = client
+        .get_or_init(transport::http_client)
+        .clone()
+        .map_err(|e| e.to_string())?;
+    let transport = Transport::new(client, spec).map_err(|e| e.to_string())?;
+    let session = Arc::new(Session::new(transport, runtime.clone()));
+    session.initialize().await.map_err(|e| e.to_string())?;
+    let pages = session.list_tools().await.map_err(|e| e.to_string())?;
+    let tools = Arc::new(envelope::check_tools(pages));
+    Ok(Ready { session, tools })
+}
+
+/// Runs `attempt` under the start deadline until it succeeds, reporting each failure and
+/// waiting [`retry_delay`] between attempts.
+async fn retry_until_ready<T, F, Fut>(mut attempt: F, mut on_failure: impl FnMut(String)) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let mut failures = 0u32;
+    loop {
+        let reason = match tokio::time::timeout(START_ATTEMPT_DEADLINE, attempt()).await {
+            Ok(Ok(ready)) => return ready,
+            Ok(Err(reason)) => reason,
+            Err(_) => format!(
+                "did not connect and list its tools within {} s",
+                START_ATTEMPT_DEADLINE.as_secs()
+            ),
+        };
+        failures = failures.saturating_add(1);
+        on_failure(reason);
+        tokio::time::sleep(retry_delay(failures)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_after_1_2_4_up_to_60_seconds() {
+        let started = Instant::now();
+        let attempts = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&attempts);
+        let attempt = move || {
+            let log = Arc::clone(&log);
+            async move {
+                let mut log = log.lock().expect("log");
+                log.push(started.elapsed());
+                if log.len() < 10 { Err("down".to_owned()) } else { Ok(log.len()) }
+            }
+        };
+        let mut reasons = Vec::new();
+        let ready = retry_until_ready(attempt, |r| reasons.push(r)).await;
+        assert_eq!(ready, 10);
+        assert_eq!(reasons.len(), 9);
+        let at: Vec<u64> = attempts.lock().expect("log").iter().map(Duration::as_secs).collect();
+        let gaps: Vec<u64> = at.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(gaps, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_past_the_deadline_fails_with_a_reason() {
+        let attempt = || async {
+            tokio::time::sleep(START_ATTEMPT_DEADLINE + Duration::from_secs(1)).await;
+            Ok::<_, String>(())
+        };
+        let mut reasons = Vec::new();
+        let deadline = tokio::time::timeout(
+            START_ATTEMPT_DEADLINE + Duration::from_millis(1500),
+            retry_until_ready(attempt, |r| reasons.push(r)),
+        )
+        .await;
+        assert!(deadline.is_err(), "the attempt should never finish");
+        assert_eq!(reasons, ["did not connect and list its tools within 120 s"]);
+    }
+}

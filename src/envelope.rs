@@ -1,0 +1,390 @@
+//! The untrusted-data envelope: the only way from a server's bytes to text a model reads.
+//!
+//! Everything a server sends arrives as [`Untrusted`], whose contents only this module can
+//! open. Tool definitions come out as a checked [`ToolSet`] (names checked, descriptions
+//! cleaned and capped, schemas bounded), results as cleaned and capped text. Cleaning removes
+//! what can deceive a reader without being seen: terminal escape sequences, control
+//! characters, bidirectional overrides and zero-width characters. The envelope does not judge
+//! whether a description's words are honest; it guarantees what the model sees is all there
+//! is to see, within bounds.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, OnceLock};
+
+use jsonschema::Validator;
+use serde_json::{Map, Value};
+
+use crate::policy::{
+    MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
+    MAX_TOOL_NAME_CHARS, MAX_VIOLATIONS_IN_ERROR,
+};
+
+/// Data from a server that no model may see before this module checks it.
+#[derive(Debug)]
+pub(crate) struct Untrusted<T>(T);
+
+impl<T> Untrusted<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self(value)
+    }
+
+    /// A look for protocol plumbing (a cursor, a version); nothing read through it may reach
+    /// a model or a log line.
+    pub(crate) fn peek(&self) -> &T {
+        &self.0
+    }
+}
+
+/// One server's tools after the envelope: what the listing shows and calls dispatch to.
+#[derive(Debug, Default)]
+pub(crate) struct ToolSet {
+    /// Accepted tools by exact name, in name order.
+    pub(crate) tools: BTreeMap<String, Arc<CheckedTool>>,
+    /// Dropped tools, with a name safe to show and the reason.
+    pub(crate) rejected: Vec<Rejected>,
+}
+
+/// A tool the envelope let through.
+#[derive(Debug)]
+pub(crate) struct CheckedTool {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    /// The schema as a model sees it: strings cleaned.
+    pub(crate) shown_schema: Value,
+    /// The schema as the server sent it, for validation.
+    input_schema: Value,
+    output_schema: Option<Value>,
+    /// Compiled on first use: listing 10,000 tools compiles nothing.
+    input_validator: OnceLock<Option<Validator>>,
+    output_validator: OnceLock<Option<Validator>>,
+}
+
+/// A tool the envelope dropped.
+#[derive(Debug, Clone)]
+pub(crate) struct Rejected {
+    pub(crate) name: String,
+    pub(crate) reason: String,
+}
+
+/// Checks every tool of every `tools/list` page of one server.
+pub(crate) fn check_tools(pages: Vec<Untrusted<Value>>) -> ToolSet {
+    let mut set = ToolSet::default();
+    for page in pages {
+        let tools = match page.0 {
+            Value::Object(mut page) => page.remove("tools"),
+            _ => None,
+        };
+        let Some(Value::Array(tools)) = tools else {
+            set.rejected.push(Rejected {
+                name: String::new(),
+                reason: "a tools/list page has no tools array".to_owned(),
+            });
+            continue;
+        };
+        for tool in tools {
+            match check_tool(tool) {
+                Ok(tool) if set.tools.contains_key(&tool.name) => set.rejected.push(Rejected {
+                    name: tool.name,
+                    reason: "a second tool with the same name".to_owned(),
+                }),
+                Ok(tool) => {
+                    set.tools.insert(tool.name.clone(), Arc::new(tool));
+                }
+                Err(rejected) => set.rejected.push(rejected),
+            }
+        }
+    }
+    set
+}
+
+fn check_tool(tool: Value) -> Result<CheckedTool, Rejected> {
+    let Value::Object(mut tool) = tool else {
+        return Err(reject("", "a tool that is not an object"));
+    };
+    let name = match tool.get("name") {
+        Some(Value::String(name)) => name.clone(),
+        _ => return Err(reject("", "a tool without a string name")),
+    };
+    if name.is_empty() {
+        return Err(reject(&name, "an empty name"));
+    }
+    if name.chars().count() > MAX_TOOL_NAME_CHARS {
+        return Err(reject(&name, &format!("a name longer than {MAX_TOOL_NAME_CHARS} characters")));
+    }
+    if name.chars().any(|c| c.is_control() || is_invisible(c)) {
+        return Err(reject(&name, "a name with control or invisible characters"));
+    }
+    let description = ["description", "title"]
+        .iter()
+        .filter_map(|key| tool.get(*key))
+        .chain(tool.get("annotations").and_then(|a| a.get("title")))
+        .filter_map(Value::as_str)
+        .map(clean_text)
+        .find(|text| !text.trim().is_empty())
+        .unwrap_or_else(|| name.clone());
+    let description = truncate(description, MAX_DESCRIPTION_CHARS);
+    let input_schema = tool.remove("inputSchema").unwrap_or(Value::Null);
+    check_schema(&input_schema).map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
+    let output_schema = match tool.remove("outputSchema") {
+        None | Some(Value::Null) => None,
+        Some(schema) => {
+            check_schema(&schema).map_err(|why| reject(&name, &format!("outputSchema {why}")))?;
+            Some(schema)
+        }
+    };
+    Ok(CheckedTool {
+        shown_schema: clean_value(&input_schema),
+        name,
+        description,
+        input_schema,
+        output_schema,
+        input_validator: OnceLock::new(),
+        output_validator: OnceLock::new(),
+    })
+}
+
+fn reject(name: &str, reason: &str) -> Rejected {
+    let mut shown: String = name.escape_default().to_string();
+    if shown.chars().count() > MAX_TOOL_NAME_CHARS {
+        shown = truncate(shown, MAX_TOOL_NAME_CHARS);
+    }
+    Rejected {
+        name: shown,
+        reason: reason.to_owned(),
+    }
+}
+
+fn check_schema(schema: &Value) -> Result<(), String> {
+    if !schema.is_object() {
+        return Err("is not a JSON object".to_owned());
+    }
+    if depth(schema) > MAX_SCHEMA_DEPTH {
+        return Err(format!("is nested deeper than {MAX_SCHEMA_DEPTH} levels"));
+    }
+    let size = serde_json::to_vec(schema).map_or(usize::MAX, |bytes| bytes.len());
+    if size > MAX_SCHEMA_BYTES {
+        return Err(format!("is larger than {MAX_SCHEMA_BYTES} bytes"));
+    }
+    Ok(())
+}
+
+/// Nesting depth: a scalar is 0, `{}` is 1. serde_json parsed it, so it is at most 128.
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Compiles a server's schema without touching the network or the disk, with a regex engine
+/// that cannot backtrack; `None` when it does not compile.
+fn compile(schema: &Value) -> Option<Validator> {
+    let build = || {
+        jsonschema::options()
+            .offline()
+            .with_pattern_options(jsonschema::PatternOptions::regex())
+            .build(schema)
+    };
+    // A compiler bug must not take the Host down with it.
+    match catch_unwind(AssertUnwindSafe(build)) {
+        Ok(Ok(validator)) => Some(validator),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %clean_text(&e.masked().to_string()), "a schema did not compile");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+impl CheckedTool {
+    /// Checks a model's arguments against the input schema. A schema that does not compile
+    /// checks nothing: the server will judge the arguments itself.
+    pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
+        let Some(validator) = self.input_validator.get_or_init(|| compile(&self.input_schema))
+        else {
+            tracing::debug!(tool = %self.name.escape_default(), "sending arguments unchecked: the input schema did not compile");
+            return Ok(());
+        };
+        let violations: Vec<String> = validator
+            .iter_errors(arguments)
+            .take(MAX_VIOLATIONS_IN_ERROR)
+            .map(|e| format!("{}: {}", path(&e.instance_path().to_string()), e))
+            .collect();
+        if violations.is_empty() {
+            return Ok(());
+        }
+        Err(clean_text(&format!(
+            "the arguments do not match the input schema of {}:\n- {}",
+            self.name,
+            violations.join("\n- ")
+        )))
+    }
+
+    /// Checks `structuredContent` against the output schema, naming the first failing path.
+    fn check_structured(&self, content: &Value) -> Result<(), String> {
+        let Some(schema) = &self.output_schema else {
+            return Ok(());
+        };
+        let Some(validator) = self.output_validator.get_or_init(|| compile(schema)) else {
+            return Ok(());
+        };
+        match validator.iter_errors(content).next() {
+            None => Ok(()),
+            Some(e) => Err(format!(
+                "the result's structuredContent does not match the tool's outputSchema at {}: {}",
+                path(&e.instance_path().to_string()),
+                clean_text(&e.masked().to_string())
+            )),
+        }
+    }
+}
+
+fn path(pointer: &str) -> String {
+    if pointer.is_empty() { "/".to_owned() } else { pointer.to_owned() }
+}
+
+/// What a `tools/call` result becomes for a model.
+pub(crate) enum Outcome {
+    /// The tool's text.
+    Text(String),
+    /// The tool reported an error (`isError`), or its result broke its own schema.
+    ToolFailed(String),
+}
+
+/// Converts a `tools/call` result: each content block one piece, in order, joined by a blank
+/// line; a result with no blocks but `structuredContent` gives that JSON.
+pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Outcome {
+    let result = result.0;
+    let blocks = result.get("content").and_then(Value::as_array);
+    let pieces: Vec<String> = blocks.into_iter().flatten().map(block_text).collect();
+    let structured = result.get("structuredContent");
+    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    if !is_error {
+        if let Some(structured) = structured {
+            if let Err(why) = tool.check_structured(structured) {
+                return Outcome::ToolFailed(why);
+            }
+        }
+    }
+    let text = match (pieces.is_empty(), structured) {
+        (true, Some(structured)) => structured.to_string(),
+        _ => pieces.join("\n\n"),
+    };
+    let text = truncate(clean_text(&text), MAX_RESULT_CHARS);
+    if is_error {
+        Outcome::ToolFailed(text)
+    } else {
+        Outcome::Text(text)
+    }
+}
+
+fn block_text(block: &Value) -> String {
+    let str_of = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+    let mime = |v: &Value, default: &str| str_of(v, "mimeType").unwrap_or_else(|| default.to_owned());
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => str_of(block, "text").unwrap_or_default(),
+        Some("image") => format!("[image omitted: {}]", mime(block, "unknown")),
+        Some("audio") => format!("[audio omitted: {}]", mime(block, "unknown")),
+        Some("resource_link") => format!("[resource: {}]", str_of(block, "uri").unwrap_or_default()),
+        Some("resource") => {
+            let resource = block.get("resource").unwrap_or(&Value::Null);
+            match str_of(resource, "text") {
+                Some(text) => text,
+                None => format!(
+                    "[resource omitted: {}]",
+                    mime(resource, "application/octet-stream")
+                ),
+            }
+        }
+        Some(other) => format!("[{} omitted]", other.escape_default()),
+        None => "[content omitted]".to_owned(),
+    }
+}
+
+/// The text of a JSON-RPC error a server answered with.
+pub(crate) fn rpc_error_text(code: i64, message: Untrusted<String>) -> String {
+    let message = truncate(clean_text(&message.0), MAX_DESCRIPTION_CHARS);
+    format!("the server answered with error {code}: {message}")
+}
+
+/// Cuts `text` to `max` characters, saying how many were cut.
+fn truncate(text: String, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text;
+    }
+    let cut = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
+    format!("{}\n[... {} characters cut]", &text[..cut], total - max)
+}
+
+/// Characters that change what text shows without being seen: bidirectional controls,
+/// zero-width characters, and Unicode tags.
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{180E}' | '\u{E0000}'..='\u{E007F}')
+}
+
+/// Removes terminal escape sequences (CSI, OSC, DCS and the rest, 7- and 8-bit), control
+/// characters other than newline and tab, and invisible characters.
+pub(crate) fn clean_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1B}' => match chars.next() {
+                Some('[') => skip_csi(&mut chars),
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
+                _ => {} // a two-character escape
+            },
+            '\u{9B}' => skip_csi(&mut chars),
+            '\u{9D}' | '\u{90}' | '\u{98}' | '\u{9E}' | '\u{9F}' => skip_string(&mut chars),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() || is_invisible(c) => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    // Parameters and intermediates up to a final byte in 0x40..=0x7E.
+    for c in chars.by_ref() {
+        if ('\u{40}'..='\u{7E}').contains(&c) {
+            break;
+        }
+    }
+}
+
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    // Up to BEL, ST (ESC \) or the 8-bit ST; an unterminated one runs to the end.
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{07}' | '\u{9C}' => break,
+            '\u{1B}' if chars.peek() == Some(&'\\') => {
+                chars.next();
+                break;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A copy of a schema with every key and string cleaned, for a model to read.
+fn clean_value(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(clean_text(s)),
+        Value::Array(items) => Value::Array(items.iter().map(clean_value).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (clean_text(k), clean_value(v)))
+                .collect::<Map<String, Value>>(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,99 @@
+//! plugin_mcp: an MCP client Pack. One Pack over every remote MCP server an `mcp.json` names,
+//! each reached over Streamable HTTP, whose tools a model lists and calls through two static
+//! tools, `<id>/get_dynamic_tools` and `<id>/call_dynamic_tool`.
+//!
+//! [`install`] is the only public item: a Host reaches everything else through the
+//! `runvil-plugin` contract.
+//!
+//! # Layout
+//!
+//! Data flows one way: configuration → policy → connector → transport → envelope → tools.
+//!
+//! - `policy`: every refusal, limit and timeout (auditors start here and in `policy/`).
+//! - `secret`: values that may hold a credential, and the scrubber.
+//! - `config`: parses each `mcpServers` entry on its own, with `${env:NAME}` substitution.
+//! - `connector`: one background task per server, from `loading` to `ready` or `error`.
+//! - `transport` and `sse`: Streamable HTTP over reqwest and rustls, with byte caps.
+//! - `session`: JSON-RPC, the handshake, paging, cancellation, session restarts.
+//! - `envelope`: the only way from server data to text a model reads.
+//! - `tools`: the Pack and its two tools.
+
+#![forbid(unsafe_code)]
+
+mod config;
+mod connector;
+mod envelope;
+mod policy;
+mod secret;
+mod session;
+mod sse;
+mod tools;
+mod transport;
+
+use std::sync::Arc;
+
+use runvil_plugin::{Construct, Pack, PackFactory, Packs, TOKIO_RUNTIME, Unavailable};
+use serde_json::Value;
+
+use crate::config::{Entry, ProcessEnvironment};
+use crate::connector::{Server, SharedClient, Status};
+use crate::secret::Scrubber;
+
+/// The Pack's name in a Host's registry.
+const PACK_NAME: &str = "runvil/mcp";
+/// The id its tools are qualified with, and the key of its configuration.
+const PACK_ID: &str = "mcp";
+
+/// The Plugin: inserts the Pack `runvil/mcp`, id `mcp`, with `config["mcp"]` (the
+/// `mcpServers` object of an `mcp.json`), which is null, meaning no servers, when `config`
+/// has no `mcp` key.
+pub fn install(packs: &mut Packs, config: &Value) {
+    let own = config.get(PACK_ID).cloned().unwrap_or(Value::Null);
+    packs.insert(PACK_NAME, PACK_ID, own, Factory);
+}
+
+struct Factory;
+
+impl PackFactory for Factory {
+    /// Parses the configuration and starts one task per remote entry on the Host's runtime.
+    /// No I/O happens here: the tasks do it once the runtime runs them.
+    fn construct(&self, cx: Construct<'_>) -> Result<Arc<dyn Pack>, Unavailable> {
+        let runtime = cx
+            .services
+            .get(TOKIO_RUNTIME)
+            .ok_or_else(|| Unavailable::new(policy::UNAVAILABLE_RUNTIME))?;
+        let entries = config::parse(cx.config, &ProcessEnvironment)
+            .map_err(|_| Unavailable::new(policy::UNAVAILABLE_CONFIG))?;
+        let scrubber = Arc::new(Scrubber::new(entries.iter().flat_map(|(_, entry)| {
+            match entry {
+                Entry::Remote(spec) => spec.secrets.clone(),
+                Entry::Refused(_) => Vec::new(),
+            }
+        })));
+        let client = SharedClient::default();
+        let mut servers = Vec::with_capacity(entries.len());
+        let mut tasks = Vec::new();
+        for (name, entry) in entries {
+            match entry {
+                Entry::Refused(refusal) => {
+                    tracing::warn!(server = %name.escape_default(), reason = %refusal, "server entry refused");
+                    servers.push(Arc::new(Server::new(name, Status::Error(refusal.to_string()))));
+                }
+                Entry::Remote(spec) => {
+                    let server = Arc::new(Server::new(name, Status::Loading));
+                    let task = connector::spawn(
+                        runtime,
+                        Arc::clone(&server),
+                        spec,
+                        Arc::clone(&client),
+                        Arc::clone(&scrubber),
+                    );
+                    tasks.push(task);
+                    servers.push(server);
+                }
+            }
+        }
+        let id = cx.id.to_owned();
+        Ok(Arc::new(tools::McpPack::new(id, servers, tasks, scrubber)))
+    }
+}

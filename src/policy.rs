@@ -1,0 +1,298 @@
+//! Every refusal, limit and timeout of the client, in one place an auditor can read.
+//!
+//! Nothing here does anything: the other modules ask this one what to refuse and how far to
+//! go. `policy/README.md` at the top of the repository holds the same values as a table, and
+//! the `table_matches_policy_readme` test fails when the two disagree.
+
+use std::fmt;
+use std::time::Duration;
+
+/// The protocol version the client offers in `initialize`.
+pub(crate) const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Versions the client accepts in the server's answer. `2025-03-26` is what older servers and
+/// the conformance suite's `sse-retry` server answer; the wire rules the client follows are
+/// the same for all three.
+pub(crate) const ACCEPTED_PROTOCOL_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// Headers the client sets itself: a configured value would break the protocol (`accept`) or
+/// the session (`mcp-session-id`, `last-event-id`). Compared without regard to letter case.
+pub(crate) const RESERVED_HEADERS: [&str; 3] = ["accept", "mcp-session-id", "last-event-id"];
+
+/// URL schemes a server may be reached by.
+pub(crate) const ALLOWED_SCHEMES: [&str; 2] = ["http", "https"];
+
+/// One attempt to start a server: connect, handshake and every page of tools.
+pub(crate) const START_ATTEMPT_DEADLINE: Duration = Duration::from_secs(120);
+
+/// How long a `tools/call` may take, resumptions included.
+pub(crate) const CALL_DEADLINE: Duration = Duration::from_secs(300);
+
+/// The wait after a server's first failed start; it doubles after each further failure.
+pub(crate) const RETRY_FIRST_DELAY: Duration = Duration::from_secs(1);
+
+/// The longest wait between two starts of a failing server.
+pub(crate) const RETRY_MAX_DELAY: Duration = Duration::from_secs(60);
+
+/// TCP and TLS connection set-up. Short, because a server that accepts no connection in this
+/// time is down; the operation deadlines above bound everything after it.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Ending a session (DELETE) and telling a server a request was abandoned: best effort, and
+/// never allowed to keep a task alive for long after the Pack is gone.
+pub(crate) const FAREWELL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The largest HTTP response body read, JSON or SSE. At least 8 MiB so one `tools/list` page
+/// can carry a large but legitimate catalog; past it the operation fails and nothing more is
+/// buffered.
+pub(crate) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The largest single SSE event (its data lines together, or one line).
+pub(crate) const MAX_SSE_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The wait before resuming an SSE stream whose server sent no `retry` field.
+pub(crate) const SSE_DEFAULT_RETRY: Duration = Duration::from_secs(1);
+
+/// The least wait before resuming: `retry: 0` must not become a busy loop.
+pub(crate) const SSE_MIN_RETRY: Duration = Duration::from_millis(100);
+
+/// The most wait before resuming: a huge `retry` must not stall a call for hours.
+pub(crate) const SSE_MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// Resumptions of one request in a row that bring no new event before the request fails.
+pub(crate) const MAX_IDLE_RESUMPTIONS: u32 = 5;
+
+/// The most `tools/list` pages one server may send. With [`MAX_RESPONSE_BYTES`] it bounds the
+/// memory a catalog takes, and it ends a server whose cursors never end.
+pub(crate) const MAX_TOOL_PAGES: usize = 100;
+
+/// The longest `MCP-Session-Id` accepted (the specification allows visible ASCII only).
+pub(crate) const MAX_SESSION_ID_BYTES: usize = 1024;
+
+/// The longest tool name, as the MCP specification recommends.
+pub(crate) const MAX_TOOL_NAME_CHARS: usize = 128;
+
+/// The longest tool description shown to a model; the rest is cut with a marker.
+pub(crate) const MAX_DESCRIPTION_CHARS: usize = 4096;
+
+/// The largest input or output schema, serialized. A bigger one drops its tool.
+pub(crate) const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+
+/// The deepest nesting of a schema. serde_json already stops at 128; 32 is far beyond any
+/// real schema and keeps validation's recursion shallow.
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 32;
+
+/// The longest result text handed to a model; the rest is cut with a marker.
+pub(crate) const MAX_RESULT_CHARS: usize = 2 * 1024 * 1024;
+
+/// Names listed in one model-readable error (known namespaces, a server's tools).
+pub(crate) const MAX_NAMES_IN_ERROR: usize = 50;
+
+/// Argument-schema violations listed in one model-readable error.
+pub(crate) const MAX_VIOLATIONS_IN_ERROR: usize = 5;
+
+/// What replaces a secret wherever one would have been shown.
+pub(crate) const REDACTION_MARKER: &str = "[redacted]";
+
+/// Configured secrets shorter than this are not scrubbed from free text: replacing every
+/// `a` or `1` in a result would destroy it while hiding nothing worth hiding.
+pub(crate) const MIN_SCRUBBED_SECRET_CHARS: usize = 6;
+
+/// Why a server entry of the configuration was refused. The texts are part of the contract
+/// with users, so each one is listed in `policy/README.md`. None names a value: only keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The entry is not a JSON object.
+    NotAnObject,
+    /// A local (stdio) server: this Pack starts no process.
+    Local,
+    /// `type: "sse"`, the legacy HTTP+SSE transport.
+    LegacySse,
+    /// No `url`.
+    MissingUrl,
+    /// A key whose value must be a string is something else.
+    NotAString { key: String },
+    /// `headers` is not an object.
+    HeadersNotAnObject,
+    /// `url` does not parse as a URL.
+    InvalidUrl,
+    /// `url` has a scheme other than http or https.
+    Scheme,
+    /// `${env:NAME}` names a variable that is not set.
+    UnsetVariable { name: String, key: String },
+    /// `${userHome}` with no home directory known.
+    NoHome { key: String },
+    /// A header the client owns.
+    ReservedHeader { name: String },
+    /// A header name HTTP cannot carry.
+    InvalidHeaderName { name: String },
+    /// A header value HTTP cannot carry (the value is never shown).
+    InvalidHeaderValue { name: String },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAnObject => f.write_str("the entry is not an object"),
+            Self::Local => f.write_str("local MCP servers (command) are not supported yet"),
+            Self::LegacySse => f.write_str(
+                "type \"sse\" is the legacy HTTP+SSE transport, which is not supported; \
+                 use Streamable HTTP",
+            ),
+            Self::MissingUrl => f.write_str("url is missing"),
+            Self::NotAString { key } => write!(f, "{key} is not a string"),
+            Self::HeadersNotAnObject => f.write_str("headers is not an object"),
+            Self::InvalidUrl => f.write_str("url is not a valid URL"),
+            Self::Scheme => f.write_str("url must start with http:// or https://"),
+            Self::UnsetVariable { name, key } => {
+                write!(f, "environment variable {name} is not set (used in {key})")
+            }
+            Self::NoHome { key } => {
+                write!(f, "${{userHome}} is used in {key} but HOME is not set")
+            }
+            Self::ReservedHeader { name } => {
+                write!(f, "header {name} is set by the client and may not be configured")
+            }
+            Self::InvalidHeaderName { name } => {
+                write!(f, "header name {name} cannot be sent over HTTP")
+            }
+            Self::InvalidHeaderValue { name } => {
+                write!(f, "the value of header {name} cannot be sent over HTTP")
+            }
+        }
+    }
+}
+
+/// Why the whole Pack is unavailable (never because of one entry).
+pub(crate) const UNAVAILABLE_CONFIG: &str =
+    "the mcp configuration must be an object of servers (an mcp.json mcpServers object) or null";
+
+/// The Pack needs the Host's runtime even with no servers, so a Host's mistake shows at once.
+pub(crate) const UNAVAILABLE_RUNTIME: &str =
+    "the Host lends no tokio runtime (the contract's TOKIO_RUNTIME service)";
+
+/// The redirect policy of the HTTP client: none. A redirect could carry the configured
+/// headers to another server, so a 3xx is an error that names the status, and its
+/// `Location` is never contacted.
+pub(crate) fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::none()
+}
+
+/// The wait before start attempt `failures + 1` of a server that has failed `failures` times.
+pub(crate) fn retry_delay(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    RETRY_FIRST_DELAY
+        .saturating_mul(1 << doublings)
+        .min(RETRY_MAX_DELAY)
+}
+
+/// Every named value of this module, rendered as `policy/README.md` shows it.
+#[cfg(test)]
+fn table() -> Vec<(&'static str, String)> {
+    let secs = |d: Duration| format!("{} s", d.as_secs_f64());
+    let ms = |d: Duration| format!("{} ms", d.as_millis());
+    let template = |r: Refusal| r.to_string();
+    let placeholder = || "{key}".to_owned();
+    vec![
+        ("PROTOCOL_VERSION", PROTOCOL_VERSION.to_owned()),
+        ("ACCEPTED_PROTOCOL_VERSIONS", ACCEPTED_PROTOCOL_VERSIONS.join(", ")),
+        ("RESERVED_HEADERS", RESERVED_HEADERS.join(", ")),
+        ("ALLOWED_SCHEMES", ALLOWED_SCHEMES.join(", ")),
+        ("START_ATTEMPT_DEADLINE", secs(START_ATTEMPT_DEADLINE)),
+        ("CALL_DEADLINE", secs(CALL_DEADLINE)),
+        ("RETRY_FIRST_DELAY", secs(RETRY_FIRST_DELAY)),
+        ("RETRY_MAX_DELAY", secs(RETRY_MAX_DELAY)),
+        ("CONNECT_TIMEOUT", secs(CONNECT_TIMEOUT)),
+        ("FAREWELL_TIMEOUT", secs(FAREWELL_TIMEOUT)),
+        ("MAX_RESPONSE_BYTES", MAX_RESPONSE_BYTES.to_string()),
+        ("MAX_SSE_EVENT_BYTES", MAX_SSE_EVENT_BYTES.to_string()),
+        ("SSE_DEFAULT_RETRY", ms(SSE_DEFAULT_RETRY)),
+        ("SSE_MIN_RETRY", ms(SSE_MIN_RETRY)),
+        ("SSE_MAX_RETRY", ms(SSE_MAX_RETRY)),
+        ("MAX_IDLE_RESUMPTIONS", MAX_IDLE_RESUMPTIONS.to_string()),
+        ("MAX_TOOL_PAGES", MAX_TOOL_PAGES.to_string()),
+        ("MAX_SESSION_ID_BYTES", MAX_SESSION_ID_BYTES.to_string()),
+        ("MAX_TOOL_NAME_CHARS", MAX_TOOL_NAME_CHARS.to_string()),
+        ("MAX_DESCRIPTION_CHARS", MAX_DESCRIPTION_CHARS.to_string()),
+        ("MAX_SCHEMA_BYTES", MAX_SCHEMA_BYTES.to_string()),
+        ("MAX_SCHEMA_DEPTH", MAX_SCHEMA_DEPTH.to_string()),
+        ("MAX_RESULT_CHARS", MAX_RESULT_CHARS.to_string()),
+        ("MAX_NAMES_IN_ERROR", MAX_NAMES_IN_ERROR.to_string()),
+        ("MAX_VIOLATIONS_IN_ERROR", MAX_VIOLATIONS_IN_ERROR.to_string()),
+        ("REDACTION_MARKER", REDACTION_MARKER.to_owned()),
+        ("MIN_SCRUBBED_SECRET_CHARS", MIN_SCRUBBED_SECRET_CHARS.to_string()),
+        ("UNAVAILABLE_CONFIG", UNAVAILABLE_CONFIG.to_owned()),
+        ("UNAVAILABLE_RUNTIME", UNAVAILABLE_RUNTIME.to_owned()),
+        ("Refusal::NotAnObject", template(Refusal::NotAnObject)),
+        ("Refusal::Local", template(Refusal::Local)),
+        ("Refusal::LegacySse", template(Refusal::LegacySse)),
+        ("Refusal::MissingUrl", template(Refusal::MissingUrl)),
+        (
+            "Refusal::NotAString",
+            template(Refusal::NotAString { key: placeholder() }),
+        ),
+        ("Refusal::HeadersNotAnObject", template(Refusal::HeadersNotAnObject)),
+        ("Refusal::InvalidUrl", template(Refusal::InvalidUrl)),
+        ("Refusal::Scheme", template(Refusal::Scheme)),
+        (
+            "Refusal::UnsetVariable",
+            template(Refusal::UnsetVariable {
+                name: "{name}".to_owned(),
+                key: placeholder(),
+            }),
+        ),
+        ("Refusal::NoHome", template(Refusal::NoHome { key: placeholder() })),
+        (
+            "Refusal::ReservedHeader",
+            template(Refusal::ReservedHeader { name: "{name}".to_owned() }),
+        ),
+        (
+            "Refusal::InvalidHeaderName",
+            template(Refusal::InvalidHeaderName { name: "{name}".to_owned() }),
+        ),
+        (
+            "Refusal::InvalidHeaderValue",
+            template(Refusal::InvalidHeaderValue { name: "{name}".to_owned() }),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows of the form `| `NAME` | `VALUE` | why |` in the auditors' table.
+    fn readme_rows() -> Vec<(String, String)> {
+        include_str!("../policy/README.md")
+            .lines()
+            .filter_map(|line| {
+                let mut cells = line.split(" | ");
+                let name = cells.next()?.strip_prefix("| `")?.strip_suffix('`')?;
+                let value = cells.next()?.strip_prefix('`')?.strip_suffix('`')?;
+                Some((name.to_owned(), value.to_owned()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn table_matches_policy_readme() {
+        let code: Vec<(String, String)> = table()
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        let readme = readme_rows();
+        for row in &code {
+            assert!(readme.contains(row), "policy/README.md lacks or differs: {row:?}");
+        }
+        for row in &readme {
+            assert!(code.contains(row), "policy/README.md has a row the code lacks: {row:?}");
+        }
+    }
+
+    #[test]
+    fn retry_delay_doubles_to_a_minute() {
+        let waits: Vec<u64> = (1..=9).map(|n| retry_delay(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(retry_delay(u32::MAX), RETRY_MAX_DELAY);
+    }
+}

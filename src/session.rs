@@ -1,0 +1,383 @@
+//! JSON-RPC over the transport: the handshake, paged `tools/list`, `tools/call`, and the
+//! protocol's duties on the way (answering a server's `ping`, telling a server when a request
+//! is abandoned, starting over when the server forgets the session).
+//!
+//! Results come back as [`Untrusted`]: this module moves server data, it never reads it for
+//! a model.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Value, json};
+use tokio::runtime::Handle;
+
+use crate::envelope::Untrusted;
+use crate::policy::{
+    ACCEPTED_PROTOCOL_VERSIONS, FAREWELL_TIMEOUT, MAX_IDLE_RESUMPTIONS, MAX_TOOL_PAGES,
+    PROTOCOL_VERSION, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY,
+};
+use crate::transport::{EventStream, Reply, SessionHeaders, Transport, TransportError};
+
+/// JSON-RPC "method not found": the answer to any server request but `ping`, since the
+/// client declares no capability that would invite one.
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// One server's MCP session. Requests may run concurrently: each is its own POST.
+pub(crate) struct Session {
+    transport: Transport,
+    runtime: Handle,
+    next_id: AtomicU64,
+    state: Mutex<State>,
+    /// Held while re-initializing, so concurrent requests that all got 404 start over once.
+    restart: tokio::sync::Mutex<()>,
+}
+
+#[derive(Clone, Default)]
+struct State {
+    headers: SessionHeaders,
+    /// Counts handshakes, so a request knows whether the session changed since it was sent.
+    generation: u64,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session").finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    pub(crate) fn new(transport: Transport, runtime: Handle) -> Self {
+        Self {
+            transport,
+            runtime,
+            next_id: AtomicU64::new(0),
+            state: Mutex::new(State::default()),
+            restart: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn state(&self) -> State {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Runs the handshake: `initialize`, then `notifications/initialized`.
+    pub(crate) async fn initialize(&self) -> Result<(), SessionError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            // Nothing declared: an optional capability such as elicitation would make some
+            // servers (GitHub's) answer with interactive forms this Pack cannot show.
+            "capabilities": {},
+            "clientInfo": {"name": "plugin_mcp", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let fresh = SessionHeaders::default();
+        let (result, session_id) = self.exchange(id, "initialize", params, &fresh).await?;
+        let answered = result.peek().get("protocolVersion").and_then(Value::as_str);
+        let version = ACCEPTED_PROTOCOL_VERSIONS
+            .into_iter()
+            .find(|v| Some(*v) == answered)
+            .ok_or(SessionError::Version)?;
+        let headers = SessionHeaders {
+            session_id,
+            protocol_version: Some(version),
+        };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        self.transport.send(to_bytes(&initialized), &headers).await?;
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.headers = headers;
+        state.generation += 1;
+        Ok(())
+    }
+
+    /// Every tool the server lists, page after page.
+    pub(crate) async fn list_tools(&self) -> Result<Vec<Untrusted<Value>>, SessionError> {
+        let mut pages = Vec::new();
+        let mut cursors = HashSet::new();
+        let mut params = json!({});
+        for _ in 0..MAX_TOOL_PAGES {
+            let page = self.request("tools/list", params).await?;
+            let next = page.peek().get("nextCursor").and_then(Value::as_str);
+            // An empty cursor is how some servers say "no more"; it cannot mean a page.
+            let next = next.filter(|c| !c.is_empty()).map(str::to_owned);
+            pages.push(page);
+            let Some(cursor) = next else {
+                return Ok(pages);
+            };
+            if !cursors.insert(cursor.clone()) {
+                return Err(SessionError::Protocol(
+                    "tools/list repeated a cursor, which would never end".to_owned(),
+                ));
+            }
+            params = json!({ "cursor": cursor });
+        }
+        Err(SessionError::Protocol(format!(
+            "tools/list sent more than {MAX_TOOL_PAGES} pages"
+        )))
+    }
+
+    /// Calls a tool by its exact name.
+    pub(crate) async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Untrusted<Value>, SessionError> {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+
+    /// Ends the session with DELETE, in the background, within the farewell timeout.
+    pub(crate) fn close(&self) {
+        let headers = self.state().headers;
+        if headers.session_id.is_none() {
+            return;
+        }
+        let transport = self.transport.clone();
+        self.runtime.spawn(async move {
+            let _ = tokio::time::timeout(FAREWELL_TIMEOUT, transport.delete(&headers)).await;
+        });
+    }
+
+    /// Sends a request in the current session. A 404 to a request that carried a session id
+    /// means the server forgot the session: it never saw the request, so the client starts
+    /// over once and sends it once more.
+    async fn request(&self, method: &str, params: Value) -> Result<Untrusted<Value>, SessionError> {
+        let mut restarted = false;
+        loop {
+            let state = self.state();
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let mut pending = Pending::new(self, id, &state.headers);
+            let answer = self.exchange(id, method, params.clone(), &state.headers).await;
+            pending.answered();
+            match answer {
+                Err(SessionError::Transport(TransportError::Status(404)))
+                    if state.headers.session_id.is_some() && !restarted =>
+                {
+                    restarted = true;
+                    self.restart(state.generation).await?;
+                }
+                answer => return answer.map(|(result, _)| result),
+            }
+        }
+    }
+
+    async fn restart(&self, seen_generation: u64) -> Result<(), SessionError> {
+        let _only_one = self.restart.lock().await;
+        if self.state().generation != seen_generation {
+            return Ok(()); // another request already started a new session
+        }
+        tracing::debug!("the server forgot the session; initializing again");
+        self.initialize().await
+    }
+
+    /// POSTs one request and reads its answer, from a JSON body or an SSE stream.
+    async fn exchange(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+        headers: &SessionHeaders,
+    ) -> Result<(Untrusted<Value>, Option<reqwest::header::HeaderValue>), SessionError> {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let posted = self.transport.post(to_bytes(&body), headers).await?;
+        let result = match posted.reply {
+            Reply::Json(bytes) => {
+                let message: Value = serde_json::from_slice(&bytes)
+                    .map_err(|_| SessionError::Protocol("the answer is not JSON".to_owned()))?;
+                // A JSON body answers exactly this request; 2025-03-26 allowed a batch.
+                let messages = match message {
+                    Value::Array(batch) => batch,
+                    one => vec![one],
+                };
+                messages
+                    .into_iter()
+                    .find_map(|m| answer_to(id, m))
+                    .unwrap_or_else(|| {
+                        Err(SessionError::Protocol(
+                            "the answer does not respond to the request".to_owned(),
+                        ))
+                    })
+            }
+            Reply::Stream(stream) => self.read_stream(id, stream, headers).await,
+            Reply::Empty => Err(SessionError::Protocol(
+                "the server answered a request with no body".to_owned(),
+            )),
+        }?;
+        Ok((result, posted.session_id))
+    }
+
+    /// Reads a response stream until it carries the answer to `id`, resuming it with GET and
+    /// `Last-Event-ID` when the server closes it early.
+    async fn read_stream(
+        &self,
+        id: u64,
+        mut stream: EventStream,
+        headers: &SessionHeaders,
+    ) -> Result<Untrusted<Value>, SessionError> {
+        let mut idle_resumptions = 0;
+        loop {
+            let mut progressed = false;
+            while let Some(data) = stream.next().await? {
+                progressed = true;
+                let Ok(message) = serde_json::from_str::<Value>(&data) else {
+                    tracing::debug!("ignored an SSE event that is not JSON");
+                    continue;
+                };
+                if let Some(message) = self.handle_incoming(id, message, headers).await {
+                    return message;
+                }
+            }
+            idle_resumptions = if progressed { 0 } else { idle_resumptions + 1 };
+            let Some(last_event_id) = stream.last_event_id().map(str::to_owned) else {
+                return Err(SessionError::Protocol(
+                    "the stream ended before the answer, with no event id to resume from"
+                        .to_owned(),
+                ));
+            };
+            if idle_resumptions >= MAX_IDLE_RESUMPTIONS {
+                return Err(SessionError::Protocol(format!(
+                    "the stream was resumed {MAX_IDLE_RESUMPTIONS} times without a new event"
+                )));
+            }
+            let wait = stream
+                .retry()
+                .unwrap_or(SSE_DEFAULT_RETRY)
+                .clamp(SSE_MIN_RETRY, SSE_MAX_RETRY);
+            tokio::time::sleep(wait).await;
+            stream = self.transport.resume(&last_event_id, headers).await?;
+        }
+    }
+
+    /// Handles one message on a response stream; `Some` when it answers request `id`.
+    async fn handle_incoming(
+        &self,
+        id: u64,
+        message: Value,
+        headers: &SessionHeaders,
+    ) -> Option<Result<Untrusted<Value>, SessionError>> {
+        let method = message.get("method").and_then(Value::as_str);
+        match (method, message.get("id")) {
+            (Some(method), Some(request_id)) => {
+                // Answered in line, so a flood of server requests is paced by the client.
+                let answer = if method == "ping" {
+                    json!({"jsonrpc": "2.0", "id": request_id, "result": {}})
+                } else {
+                    json!({"jsonrpc": "2.0", "id": request_id,
+                           "error": {"code": METHOD_NOT_FOUND, "message": "Method not found"}})
+                };
+                if let Err(e) = self.transport.send(to_bytes(&answer), headers).await {
+                    tracing::debug!(error = %e, "could not answer a server request");
+                }
+                None
+            }
+            (Some(_), None) => None, // a notification: progress, logging, list changes
+            (None, _) => answer_to(id, message),
+        }
+    }
+}
+
+/// The outcome carried by `message` if it is the response to request `id`.
+fn answer_to(id: u64, mut message: Value) -> Option<Result<Untrusted<Value>, SessionError>> {
+    if message.get("id") != Some(&Value::from(id)) {
+        return None;
+    }
+    if let Some(error) = message.get("error") {
+        let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
+        let text = error.get("message").and_then(Value::as_str).unwrap_or("");
+        return Some(Err(SessionError::Rpc {
+            code,
+            message: Untrusted::new(text.to_owned()),
+        }));
+    }
+    match message.get_mut("result").map(Value::take) {
+        Some(result) => Some(Ok(Untrusted::new(result))),
+        None => Some(Err(SessionError::Protocol(
+            "the response has neither result nor error".to_owned(),
+        ))),
+    }
+}
+
+fn to_bytes(message: &Value) -> Vec<u8> {
+    // Serializing a Value built by this module cannot fail; an empty body would be refused
+    // by the server, not sent silently.
+    serde_json::to_vec(message).unwrap_or_default()
+}
+
+/// A request on the wire. Dropped before its answer (the caller gave up, or its deadline
+/// passed), it tells the server with `notifications/cancelled`.
+struct Pending {
+    farewell: Option<(Transport, SessionHeaders, Handle, u64)>,
+}
+
+impl Pending {
+    fn new(session: &Session, id: u64, headers: &SessionHeaders) -> Self {
+        let farewell = (
+            session.transport.clone(),
+            headers.clone(),
+            session.runtime.clone(),
+            id,
+        );
+        Self {
+            farewell: Some(farewell),
+        }
+    }
+
+    fn answered(&mut self) {
+        self.farewell = None;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let Some((transport, headers, runtime, id)) = self.farewell.take() else {
+            return;
+        };
+        let cancelled = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "the client abandoned the request"},
+        });
+        runtime.spawn(async move {
+            let sent = transport.send(to_bytes(&cancelled), &headers);
+            let _ = tokio::time::timeout(FAREWELL_TIMEOUT, sent).await;
+        });
+    }
+}
+
+/// Why a request got no usable answer.
+#[derive(Debug)]
+pub(crate) enum SessionError {
+    /// The message did not get through, or its answer could not be read.
+    Transport(TransportError),
+    /// The server answered with a JSON-RPC error.
+    Rpc { code: i64, message: Untrusted<String> },
+    /// The server answered with a protocol version the client does not speak.
+    Version,
+    /// The answer broke the protocol.
+    Protocol(String),
+}
+
+impl From<TransportError> for SessionError {
+    fn from(e: TransportError) -> Self {
+        Self::Transport(e)
+    }
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Transport(e) => e.fmt(f),
+            Self::Rpc { code, .. } => write!(f, "the server answered with error {code}"),
+            Self::Version => write!(
+                f,
+                "the server speaks none of the protocol versions {}",
+                ACCEPTED_PROTOCOL_VERSIONS.join(", ")
+            ),
+            Self::Protocol(e) => f.write_str(e),
+        }
+    }
+}
+
+/// Cheap to clone and share between the connector and calls.
+pub(crate) type SharedSession = Arc<Session>;

@@ -1,0 +1,373 @@
+//! Streamable HTTP: how one message reaches a server and how its answer is read.
+//!
+//! Every message is a POST with the configured headers; the answer is one JSON body or an SSE
+//! stream, chosen by the server's content type, and is read with a byte cap. A stream that
+//! ends early is resumed with GET and `Last-Event-ID`. The HTTP client follows no redirect,
+//! uses no proxy from the environment and asks for no compressed encoding, so a configured
+//! header reaches only the configured server and a response's size is its size on the wire.
+//! Nothing here prints the URL: reqwest's errors are stripped of it before they are shown.
+
+use std::error::Error as _;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Client, Response, StatusCode, Url};
+
+use crate::config::ServerSpec;
+use crate::policy::{
+    CONNECT_TIMEOUT, MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES, MAX_SESSION_ID_BYTES,
+    redirect_policy,
+};
+use crate::sse::{Event, SseError, SseParser};
+
+const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// The shared HTTP client every server's transport uses: one connection pool for the Pack.
+pub(crate) fn http_client() -> Result<Client, TransportError> {
+    Client::builder()
+        .redirect(redirect_policy())
+        .referer(false)
+        .no_proxy()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_nodelay(true)
+        .user_agent(concat!("plugin_mcp/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| TransportError::Send(describe(e)))
+}
+
+/// What a request carries besides the configured headers, once a session exists.
+#[derive(Clone, Default)]
+pub(crate) struct SessionHeaders {
+    pub(crate) session_id: Option<HeaderValue>,
+    pub(crate) protocol_version: Option<&'static str>,
+}
+
+impl fmt::Debug for SessionHeaders {
+    // A session id is a bearer credential for the session.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionHeaders")
+            .field("session_id", &self.session_id.as_ref().map(|_| "[redacted]"))
+            .field("protocol_version", &self.protocol_version)
+            .finish()
+    }
+}
+
+/// The way to one server: its URL and configured headers.
+#[derive(Clone)]
+pub(crate) struct Transport {
+    client: Client,
+    endpoint: Arc<Endpoint>,
+}
+
+struct Endpoint {
+    url: Url,
+    headers: HeaderMap,
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Transport([redacted])")
+    }
+}
+
+/// A server's answer to a POST.
+pub(crate) struct Posted {
+    /// `MCP-Session-Id` of the answer, checked to be visible ASCII of a sane length.
+    pub(crate) session_id: Option<HeaderValue>,
+    pub(crate) reply: Reply,
+}
+
+/// The body of an answer.
+pub(crate) enum Reply {
+    /// One JSON body, read whole.
+    Json(Vec<u8>),
+    /// An SSE stream, read event by event.
+    Stream(EventStream),
+    /// No body (202 Accepted, or an empty 2xx).
+    Empty,
+}
+
+impl Transport {
+    pub(crate) fn new(client: Client, spec: &ServerSpec) -> Result<Self, TransportError> {
+        // The spec was parsed from this same text, so this cannot fail; if it did, the error
+        // says so without the URL.
+        let url = Url::parse(spec.url.expose()).map_err(|_| TransportError::InvalidUrl)?;
+        let headers = spec.headers.iter().cloned().collect();
+        Ok(Self {
+            client,
+            endpoint: Arc::new(Endpoint { url, headers }),
+        })
+    }
+
+    fn headers(&self, session: &SessionHeaders, accept: HeaderValue) -> HeaderMap {
+        let mut headers = self.endpoint.headers.clone();
+        headers.insert(header::ACCEPT, accept);
+        if let Some(id) = &session.session_id {
+            let mut id = id.clone();
+            id.set_sensitive(true);
+            headers.insert(MCP_SESSION_ID, id);
+        }
+        if let Some(version) = session.protocol_version {
+            headers.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static(version));
+        }
+        headers
+    }
+
+    /// POSTs one JSON-RPC message.
+    pub(crate) async fn post(
+        &self,
+        body: Vec<u8>,
+        session: &SessionHeaders,
+    ) -> Result<Posted, TransportError> {
+        let mut headers = self.headers(session, ACCEPT_BOTH);
+        headers.insert(header::CONTENT_TYPE, JSON);
+        let request = self
+            .client
+            .post(self.endpoint.url.clone())
+            .headers(headers)
+            .body(body);
+        let response = checked(request.send().await)?;
+        let session_id = session_id_of(&response)?;
+        let reply = match content_type(&response).as_deref() {
+            Some("application/json") => Reply::Json(read_capped(response).await?),
+            Some("text/event-stream") => Reply::Stream(EventStream::new(response)),
+            _ if response.status() == StatusCode::ACCEPTED => Reply::Empty,
+            other => {
+                let kind = other.unwrap_or("none").to_owned();
+                if read_capped(response).await?.is_empty() {
+                    Reply::Empty
+                } else {
+                    return Err(TransportError::ContentType(kind));
+                }
+            }
+        };
+        Ok(Posted { session_id, reply })
+    }
+
+    /// POSTs a notification or a response: any 2xx is success and the body is discarded.
+    pub(crate) async fn send(
+        &self,
+        body: Vec<u8>,
+        session: &SessionHeaders,
+    ) -> Result<(), TransportError> {
+        let posted = self.post(body, session).await?;
+        if let Reply::Stream(mut stream) = posted.reply {
+            while stream.next().await?.is_some() {}
+        }
+        Ok(())
+    }
+
+    /// Resumes a stream with GET and `Last-Event-ID`.
+    pub(crate) async fn resume(
+        &self,
+        last_event_id: &str,
+        session: &SessionHeaders,
+    ) -> Result<EventStream, TransportError> {
+        let mut headers = self.headers(session, EVENT_STREAM);
+        let id = HeaderValue::from_str(last_event_id)
+            .map_err(|_| TransportError::Protocol("the server sent an unusable event id"))?;
+        headers.insert(LAST_EVENT_ID, id);
+        let request = self.client.get(self.endpoint.url.clone()).headers(headers);
+        let response = checked(request.send().await)?;
+        match content_type(&response).as_deref() {
+            Some("text/event-stream") => Ok(EventStream::new(response)),
+            other => Err(TransportError::ContentType(other.unwrap_or("none").to_owned())),
+        }
+    }
+
+    /// Ends a session with DELETE. The answer does not matter: 405, 404 and 400 mean the
+    /// server keeps no session or already dropped it.
+    pub(crate) async fn delete(&self, session: &SessionHeaders) {
+        let headers = self.headers(session, ACCEPT_BOTH);
+        let request = self.client.delete(self.endpoint.url.clone()).headers(headers);
+        if let Ok(response) = request.send().await {
+            let _ = read_capped(response).await;
+        }
+    }
+}
+
+/// Sends `request`, turning every non-2xx answer into an error.
+fn checked(sent: Result<Response, reqwest::Error>) -> Result<Response, TransportError> {
+    let response = sent.map_err(|e| TransportError::Send(describe(e)))?;
+    let status = response.status();
+    if status.is_redirection() {
+        return Err(TransportError::Redirect(status.as_u16()));
+    }
+    if !status.is_success() {
+        return Err(TransportError::Status(status.as_u16()));
+    }
+    Ok(response)
+}
+
+fn content_type(response: &Response) -> Option<String> {
+    let value = response.headers().get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    Some(essence.to_ascii_lowercase())
+}
+
+fn session_id_of(response: &Response) -> Result<Option<HeaderValue>, TransportError> {
+    let Some(id) = response.headers().get(MCP_SESSION_ID) else {
+        return Ok(None);
+    };
+    let bytes = id.as_bytes();
+    let visible = bytes.iter().all(|b| (0x21..=0x7e).contains(b));
+    if bytes.is_empty() || bytes.len() > MAX_SESSION_ID_BYTES || !visible {
+        return Err(TransportError::Protocol(
+            "the server sent a session id that is not 1 to 1024 visible ASCII characters",
+        ));
+    }
+    Ok(Some(id.clone()))
+}
+
+/// Reads a whole body, failing as soon as it passes the cap: `Content-Length` is not trusted.
+async fn read_capped(mut response: Response) -> Result<Vec<u8>, TransportError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(body_error)? {
+        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(TransportError::TooLarge {
+                limit: MAX_RESPONSE_BYTES,
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+fn body_error(e: reqwest::Error) -> TransportError {
+    TransportError::Body(describe(e))
+}
+
+/// An SSE answer, read event by event with the same caps as a JSON body.
+pub(crate) struct EventStream {
+    response: Response,
+    parser: SseParser,
+    ready: std::collections::VecDeque<Event>,
+    scratch: Vec<Event>,
+    read: usize,
+}
+
+impl EventStream {
+    fn new(response: Response) -> Self {
+        Self {
+            response,
+            parser: SseParser::new(MAX_SSE_EVENT_BYTES),
+            ready: Default::default(),
+            scratch: Vec::new(),
+            read: 0,
+        }
+    }
+
+    /// The next event's data, or `None` when the server closed the stream.
+    pub(crate) async fn next(&mut self) -> Result<Option<String>, TransportError> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Ok(Some(event.data));
+            }
+            let Some(chunk) = self.response.chunk().await.map_err(body_error)? else {
+                return Ok(None);
+            };
+            self.read += chunk.len();
+            if self.read > MAX_RESPONSE_BYTES {
+                return Err(TransportError::TooLarge {
+                    limit: MAX_RESPONSE_BYTES,
+                });
+            }
+            self.parser
+                .feed(&chunk, &mut self.scratch)
+                .map_err(TransportError::Sse)?;
+            self.ready.extend(self.scratch.drain(..));
+        }
+    }
+
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.parser.last_event_id()
+    }
+
+    pub(crate) fn retry(&self) -> Option<Duration> {
+        self.parser.retry()
+    }
+}
+
+/// Why a message did not get through or its answer could not be read. No variant holds the
+/// URL or a header value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TransportError {
+    /// The configured URL could not be used.
+    InvalidUrl,
+    /// The request could not be sent or its answer not received (connect, TLS, reset).
+    Send(String),
+    /// The body broke off while it was read.
+    Body(String),
+    /// A 3xx: refused, so no header of ours goes anywhere else.
+    Redirect(u16),
+    /// Any other non-2xx status.
+    Status(u16),
+    /// A body or stream larger than the policy allows.
+    TooLarge { limit: usize },
+    /// A content type that is neither JSON nor SSE.
+    ContentType(String),
+    /// An SSE stream that cannot be parsed.
+    Sse(SseError),
+    /// An answer that breaks the transport's rules.
+    Protocol(&'static str),
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidUrl => f.write_str("the configured url cannot be used"),
+            Self::Send(e) => write!(f, "could not reach the server: {e}"),
+            Self::Body(e) => write!(f, "the answer broke off: {e}"),
+            Self::Redirect(status) => write!(
+                f,
+                "the server answered HTTP {status} (a redirect); redirects are refused so \
+                 configured headers reach only the configured server: configure the final URL"
+            ),
+            Self::Status(status) => {
+                let reason = StatusCode::from_u16(*status)
+                    .ok()
+                    .and_then(|s| s.canonical_reason())
+                    .unwrap_or("");
+                write!(f, "the server answered HTTP {status} {reason}")?;
+                Ok(())
+            }
+            Self::TooLarge { limit } => write!(f, "the answer is larger than {limit} bytes"),
+            Self::ContentType(kind) => write!(
+                f,
+                "the answer's content type is {}, not application/json or text/event-stream",
+                kind.escape_default()
+            ),
+            Self::Sse(e) => e.fmt(f),
+            Self::Protocol(e) => f.write_str(e),
+        }
+    }
+}
+
+/// A reqwest error as text, without its URL: the error and each of its causes.
+fn describe(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = if e.is_timeout() {
+        "timed out".to_owned()
+    } else if e.is_connect() {
+        "connection failed".to_owned()
+    } else {
+        "request failed".to_owned()
+    };
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

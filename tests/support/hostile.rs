@@ -1,0 +1,273 @@
+//! A test server that speaks raw HTTP/1.1 over TCP, so a test can make it misbehave in ways a
+//! real server library never would: wrong statuses, redirects, broken or endless bodies.
+//!
+//! Each request is read whole (headers and a `Content-Length` body), recorded, and handed to
+//! the test's handler, which answers with a [`Script`]: bytes to write, pauses, and whether to
+//! keep the connection. [`mcp`] answers like a small well-behaved server, so a test only
+//! scripts the part it wants to break.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC method of a POST, or "" for anything else.
+    pub fn rpc_method(&self) -> &str {
+        self.body["method"].as_str().unwrap_or("")
+    }
+}
+
+/// What the server does with one request.
+#[derive(Debug, Clone)]
+pub enum Step {
+    Write(Vec<u8>),
+    Sleep(Duration),
+    /// Never answers more: the connection stays open until the test ends.
+    Stall,
+}
+
+/// The steps of one answer; afterwards the connection is closed unless `keep_alive`.
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub steps: Vec<Step>,
+    pub keep_alive: bool,
+}
+
+impl Script {
+    pub fn raw(bytes: impl Into<Vec<u8>>) -> Self {
+        Self {
+            steps: vec![Step::Write(bytes.into())],
+            keep_alive: false,
+        }
+    }
+}
+
+type Handler = Arc<dyn Fn(&Request) -> Script + Send + Sync>;
+
+/// A running hostile server; it stops when dropped.
+pub struct Hostile {
+    pub url: String,
+    pub port: u16,
+    requests: Arc<Mutex<Vec<Request>>>,
+    connections: Arc<Mutex<usize>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Hostile {
+    /// Serves `/mcp` on a free loopback port with `handler`.
+    pub async fn start(handler: impl Fn(&Request) -> Script + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Self::serve(listener, Arc::new(handler))
+    }
+
+    /// Serves on an already bound listener (a port a test chose).
+    pub fn serve(listener: TcpListener, handler: Handler) -> Self {
+        let port = listener.local_addr().expect("addr").port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let connections = Arc::new(Mutex::new(0));
+        let (seen, count) = (Arc::clone(&requests), Arc::clone(&connections));
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                *count.lock().expect("count") += 1;
+                tokio::spawn(connection(stream, Arc::clone(&handler), Arc::clone(&seen)));
+            }
+        });
+        Self {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            port,
+            requests,
+            connections,
+            task,
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().expect("requests").clone()
+    }
+
+    pub fn connections(&self) -> usize {
+        *self.connections.lock().expect("count")
+    }
+
+    /// The requests whose JSON-RPC method is `method`.
+    pub fn calls_of(&self, method: &str) -> Vec<Request> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.rpc_method() == method)
+            .collect()
+    }
+}
+
+async fn connection(mut stream: TcpStream, handler: Handler, seen: Arc<Mutex<Vec<Request>>>) {
+    let mut buffer = Vec::new();
+    loop {
+        let Some(request) = read_request(&mut stream, &mut buffer).await else {
+            return;
+        };
+        seen.lock().expect("requests").push(request.clone());
+        let script = handler(&request);
+        for step in script.steps {
+            match step {
+                Step::Write(bytes) => {
+                    if stream.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                    let _ = stream.flush().await;
+                }
+                Step::Sleep(d) => tokio::time::sleep(d).await,
+                Step::Stall => std::future::pending::<()>().await,
+            }
+        }
+        if !script.keep_alive {
+            let _ = stream.shutdown().await;
+            return;
+        }
+    }
+}
+
+async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Request> {
+    let head_end = loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let method = lines.next()?.split(' ').next()?.to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let body_start = head_end + 4;
+    while buffer.len() < body_start + length {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+    let body =
+        serde_json::from_slice(&buffer[body_start..body_start + length]).unwrap_or(Value::Null);
+    buffer.drain(..body_start + length);
+    Some(Request {
+        method,
+        headers,
+        body,
+    })
+}
+
+/// An HTTP response with `status`, extra header lines, and `body`.
+pub fn http(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\n", body.len());
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// A 200 JSON answer.
+pub fn json_reply(message: &Value) -> Script {
+    let body = message.to_string();
+    Script {
+        steps: vec![Step::Write(http(
+            "200 OK",
+            &[
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s-1"),
+            ],
+            body.as_bytes(),
+        ))],
+        keep_alive: true,
+    }
+}
+
+/// A 202 for notifications and responses.
+pub fn accepted() -> Script {
+    Script {
+        steps: vec![Step::Write(http("202 Accepted", &[], b""))],
+        keep_alive: true,
+    }
+}
+
+/// The JSON-RPC result message answering `request`.
+pub fn result_for(request: &Request, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": request.body["id"], "result": result})
+}
+
+/// Answers like a small well-behaved server with one tool, `echo`, which returns its `text`
+/// argument, or every request header when called with no text.
+pub fn mcp(request: &Request) -> Script {
+    if request.method != "POST" {
+        return Script::raw(http("405 Method Not Allowed", &[], b""));
+    }
+    match request.rpc_method() {
+        "initialize" => json_reply(&result_for(
+            request,
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "hostile", "version": "1"},
+            }),
+        )),
+        "tools/list" => json_reply(&result_for(
+            request,
+            json!({"tools": [
+                {"name": "echo", "description": "Echoes text, or the request's headers.",
+                 "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+            ]}),
+        )),
+        "tools/call" => {
+            let text = match request.body["params"]["arguments"]["text"].as_str() {
+                Some(text) => text.to_owned(),
+                None => format!("{:?}", request.headers),
+            };
+            json_reply(&result_for(
+                request,
+                json!({"content": [{"type": "text", "text": text}]}),
+            ))
+        }
+        _ => accepted(),
+    }
+}

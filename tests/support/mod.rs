@@ -1,0 +1,92 @@
+//! What every black-box test needs: a Pack built through `install` and the contract, as a
+//! Host builds it, and small helpers to read its two tools.
+
+#![allow(dead_code, unreachable_pub)] // each test binary uses a different part of this module
+
+pub mod hostile;
+pub mod rmcp_server;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use runvil_plugin::{Pack, Packs, Services, TOKIO_RUNTIME, ToolError, Unavailable};
+use serde_json::{Value, json};
+
+/// Builds the `mcp` Pack for `servers` (an `mcpServers` object) on the current runtime.
+pub fn pack(servers: Value) -> Arc<dyn Pack> {
+    try_pack(servers).expect("the pack is available")
+}
+
+/// Like [`pack`], but returns why the Pack is unavailable.
+pub fn try_pack(servers: Value) -> Result<Arc<dyn Pack>, Unavailable> {
+    let mut packs = Packs::new();
+    plugin_mcp::install(&mut packs, &json!({ "mcp": servers }));
+    let mut services = Services::new();
+    services.insert(TOKIO_RUNTIME, tokio::runtime::Handle::current());
+    packs.construct("mcp", &services)
+}
+
+/// `mcp/get_dynamic_tools` with `args`, decoded.
+pub async fn list(pack: &Arc<dyn Pack>, args: Value) -> Value {
+    let text = pack
+        .call("mcp/get_dynamic_tools", args)
+        .await
+        .expect("the listing answers");
+    serde_json::from_str(&text).expect("the listing is JSON")
+}
+
+/// `mcp/call_dynamic_tool` on `namespace`'s `tool` with `arguments`.
+pub async fn call(
+    pack: &Arc<dyn Pack>,
+    namespace: &str,
+    tool: &str,
+    arguments: Value,
+) -> Result<String, ToolError> {
+    let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
+    pack.call("mcp/call_dynamic_tool", args).await
+}
+
+/// The status of `namespace` in the no-argument listing.
+pub async fn status(pack: &Arc<dyn Pack>, namespace: &str) -> Value {
+    let listing = list(pack, json!({})).await;
+    listing["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .find(|s| s["namespace"] == namespace)
+        .cloned()
+        .expect("the namespace is listed")
+}
+
+/// Waits (up to `within`) until `namespace` is no longer `loading`, and returns its entry.
+pub async fn settled(pack: &Arc<dyn Pack>, namespace: &str, within: Duration) -> Value {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let entry = status(pack, namespace).await;
+        if entry["status"] != "loading" || tokio::time::Instant::now() >= deadline {
+            return entry;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until `namespace` has `want` status, failing the test after `within`.
+pub async fn wait_for(
+    pack: &Arc<dyn Pack>,
+    namespace: &str,
+    want: &str,
+    within: Duration,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let entry = status(pack, namespace).await;
+        if entry["status"] == want {
+            return entry;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{namespace} never became {want}: {entry}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

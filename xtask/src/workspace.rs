@@ -1,0 +1,106 @@
+//! The I/O that gathers the real workspace's data for the checks: `cargo metadata`, the
+//! source files of `plugin_mcp`, and `policy/deps.allow`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::public_api_policy::SourceFile;
+
+/// The target the dependency checks resolve for (the platform `plugin_mcp` ships on).
+pub const TARGET_PLATFORM: &str = "x86_64-unknown-linux-gnu";
+
+/// The allow-list of `plugin_mcp`'s direct dependencies, relative to the workspace root.
+pub const DEPS_ALLOW_PATH: &str = "policy/deps.allow";
+
+/// The workspace root: the parent of this crate's manifest directory.
+pub fn root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+/// Runs `cargo metadata --format-version 1 --locked --offline --filter-platform
+/// x86_64-unknown-linux-gnu` in `root` and parses its JSON.
+///
+/// If the offline run fails (a cold registry cache), it is retried once without `--offline`.
+/// `--locked` is kept either way: the checks judge the committed `Cargo.lock`.
+pub fn cargo_metadata(root: &Path) -> Result<Value, String> {
+    let offline = run_cargo_metadata(root, true);
+    let stdout = match offline {
+        Ok(stdout) => stdout,
+        Err(offline_error) => run_cargo_metadata(root, false).map_err(|online_error| {
+            format!("{offline_error}\nretried without --offline: {online_error}")
+        })?,
+    };
+    serde_json::from_slice(&stdout)
+        .map_err(|error| format!("cargo metadata printed JSON that does not parse: {error}"))
+}
+
+fn run_cargo_metadata(root: &Path, offline: bool) -> Result<Vec<u8>, String> {
+    let mut command = Command::new(env!("CARGO"));
+    command
+        .current_dir(root)
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .args(["--filter-platform", TARGET_PLATFORM]);
+    if offline {
+        command.arg("--offline");
+    }
+    let output = command
+        .output()
+        .map_err(|error| format!("cannot run {}: {error}", env!("CARGO")))?;
+    if output.status.success() {
+        Ok(output.stdout)
+    } else {
+        Err(format!(
+            "cargo metadata{} failed ({}): {}",
+            if offline { " --offline" } else { "" },
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// Reads every `.rs` file under `<package_root>/src`, sorted by path, each named by its path
+/// relative to `package_root` with `/` separators (so the crate root is `src/lib.rs`).
+pub fn read_sources(package_root: &Path) -> Result<Vec<SourceFile>, String> {
+    let mut paths = Vec::new();
+    collect_rs_files(&package_root.join("src"), &mut paths)?;
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = fs::read_to_string(&path)
+                .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+            let relative = path.strip_prefix(package_root).unwrap_or(&path);
+            let name = relative
+                .components()
+                .map(|part| part.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            Ok(SourceFile { path: name, text })
+        })
+        .collect()
+}
+
+fn collect_rs_files(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
+    let entries =
+        fs::read_dir(dir).map_err(|error| format!("cannot list {}: {error}", dir.display()))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|error| format!("cannot list {}: {error}", dir.display()))?
+            .path();
+        if path.is_dir() {
+            collect_rs_files(&path, found)?;
+        } else if path.extension().is_some_and(|extension| extension == "rs") {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Reads `policy/deps.allow` under `root`.
+pub fn read_deps_allow(root: &Path) -> Result<String, String> {
+    let path = root.join(DEPS_ALLOW_PATH);
+    fs::read_to_string(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))
+}
