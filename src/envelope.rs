@@ -261,12 +261,10 @@ pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Ou
     let pieces: Vec<String> = blocks.into_iter().flatten().map(block_text).collect();
     let structured = result.get("structuredContent");
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
-    if !is_error {
-        if let Some(structured) = structured {
-            if let Err(why) = tool.check_structured(structured) {
-                return Outcome::ToolFailed(why);
-            }
-        }
+    if let (false, Some(structured)) = (is_error, structured)
+        && let Err(why) = tool.check_structured(structured)
+    {
+        return Outcome::ToolFailed(why);
     }
     let text = match (pieces.is_empty(), structured) {
         (true, Some(structured)) => structured.to_string(),

@@ -199,7 +199,7 @@ impl Session {
                         ))
                     })
             }
-            Reply::Stream(stream) => self.read_stream(id, stream, headers).await,
+            Reply::Stream(stream) => self.read_stream(id, *stream, headers).await,
             Reply::Empty => Err(SessionError::Protocol(
                 "the server answered a request with no body".to_owned(),
             )),

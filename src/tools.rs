@@ -335,9 +335,9 @@ fn names<'a>(all: impl ExactSizeIterator<Item = &'a str>) -> String {
     if total == 0 {
         return "(none)".to_owned();
     }
-    let mut shown: Vec<&str> = all.take(MAX_NAMES_IN_ERROR).collect();
+    let shown: Vec<&str> = all.take(MAX_NAMES_IN_ERROR).collect();
     let more = total - shown.len();
-    let mut text = shown.drain(..).collect::<Vec<_>>().join(", ");
+    let mut text = shown.join(", ");
     if more > 0 {
         text.push_str(&format!(" and {more} more"));
     }

@@ -89,7 +89,7 @@ pub(crate) enum Reply {
     /// One JSON body, read whole.
     Json(Vec<u8>),
     /// An SSE stream, read event by event.
-    Stream(EventStream),
+    Stream(Box<EventStream>),
     /// No body (202 Accepted, or an empty 2xx).
     Empty,
 }
@@ -137,7 +137,7 @@ impl Transport {
         let session_id = session_id_of(&response)?;
         let reply = match content_type(&response).as_deref() {
             Some("application/json") => Reply::Json(read_capped(response).await?),
-            Some("text/event-stream") => Reply::Stream(EventStream::new(response)),
+            Some("text/event-stream") => Reply::Stream(Box::new(EventStream::new(response))),
             _ if response.status() == StatusCode::ACCEPTED => Reply::Empty,
             other => {
                 let kind = other.unwrap_or("none").to_owned();

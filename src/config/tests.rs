@@ -93,8 +93,9 @@ fn refusals_name_the_key_and_use_the_policy_texts() {
 #[test]
 fn refusals_never_show_a_value() {
     let entry = json!({"url": "http://x", "headers": {"X-V": "${env:CRLF}"}});
-    let reason = one(entry).err().expect("refused");
-    assert!(!reason.contains('x') || !reason.contains("y"), "{reason}");
+    let reason = one(entry).expect_err("refused");
+    assert_eq!(reason, "the value of header X-V cannot be sent over HTTP");
+    assert!(!reason.contains('\r') && !reason.contains("x\r\ny"), "{reason}");
 }
 
 #[test]

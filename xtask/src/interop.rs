@@ -49,7 +49,7 @@ pub fn command(args: &[String]) -> ExitCode {
             let failed = checks.iter().filter(|check| !check.held).count();
             for check in &checks {
                 println!(
-                    "interop: {} {:<28} {}",
+                    "interop: {} {:<44} {}",
                     if check.held { "ok  " } else { "FAIL" },
                     check.name,
                     check.detail
@@ -89,6 +89,9 @@ impl Check {
 
 /// Installs and starts the server, runs the checks, and kills the server.
 fn run(root: &Path) -> Result<Vec<Check>, String> {
+    let root = root
+        .canonicalize()
+        .map_err(|error| format!("cannot resolve the workspace root: {error}"))?;
     let dir = root.join(INSTALL_DIR);
     let server_bin = install(&dir)?;
     let port = free_port()?;
@@ -293,6 +296,21 @@ const TOOL_CASES: &[ToolCase] = &[
             }
         },
     },
+    ToolCase {
+        check: "embedded resource",
+        candidates: &["get-resource-reference", "getResourceReference"],
+        arguments: || json!({"resourceType": "Text", "resourceId": 1}),
+        expect: |text| contains(text, "This is a plaintext resource"),
+    },
+    ToolCase {
+        check: "annotated content",
+        candidates: &["get-annotated-message", "annotatedMessage"],
+        arguments: || json!({"messageType": "success", "includeImage": true}),
+        expect: |text| {
+            contains(text, "Operation completed successfully")?;
+            contains(text, "[image omitted: image/png]")
+        },
+    },
 ];
 
 fn contains(text: &str, needle: &str) -> Result<(), String> {
@@ -352,13 +370,25 @@ async fn checks(pack: &Arc<dyn Pack>) -> Vec<Check> {
             Err(error) => checks.push(Check::new(label, false, error.to_string())),
         }
     }
+    if names.iter().any(|name| name == "echo") {
+        // Arguments that break the tool's input schema: refused, never a result.
+        let bad = call(pack, "echo", json!({"message": 42})).await;
+        checks.push(Check::new(
+            "bad arguments are refused",
+            matches!(bad, Err(ToolError::Invalid(_) | ToolError::Backend(_))),
+            match bad {
+                Ok(text) => format!("answered: {}", one_line(&text)),
+                Err(error) => one_line(&error.to_string()),
+            },
+        ));
+    }
     let unknown = call(pack, "no-such-tool", json!({})).await;
     checks.push(Check::new(
         "unknown tool is invalid",
         matches!(unknown, Err(ToolError::Invalid(_))),
         match unknown {
             Ok(text) => format!("answered: {}", one_line(&text)),
-            Err(error) => error.to_string(),
+            Err(error) => one_line(&error.to_string()),
         },
     ));
     checks

@@ -33,6 +33,8 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Run the Pack against a bundled MCP server on 127.0.0.1: no set-up, no files written.
+    Demo,
     /// Print the get_dynamic_tools JSON: every server, one server's tools, or one tool.
     Tools {
         /// A server's namespace, as the config names it.

@@ -19,7 +19,7 @@ const EXIT_TRANSPORT: u8 = 4;
 const EXIT_INTERRUPTED: u8 = 130;
 
 /// How long farewell messages get to leave before the process exits.
-const FAREWELL_GRACE: Duration = Duration::from_millis(200);
+pub(crate) const FAREWELL_GRACE: Duration = Duration::from_millis(200);
 
 /// How often the wait for servers looks at their status.
 const POLL: Duration = Duration::from_millis(50);
@@ -35,6 +35,9 @@ pub(crate) fn init_logging() {
 }
 
 pub(crate) async fn run(cli: Cli) -> u8 {
+    if let Command::Demo = cli.command {
+        return crate::demo::run().await;
+    }
     let servers = match read_config(&cli.config) {
         Ok(servers) => servers,
         Err(e) => {
@@ -55,6 +58,7 @@ pub(crate) async fn run(cli: Cli) -> u8 {
             let args = json!({"namespace": namespace, "toolName": tool});
             ("mcp/get_dynamic_tools", args, namespace)
         }
+        Command::Demo => return EXIT_OTHER, // handled above
         Command::Call {
             namespace,
             tool,
@@ -113,7 +117,7 @@ pub(crate) fn build_pack(servers: Value) -> Result<Arc<dyn Pack>, String> {
 }
 
 /// Waits until no server (or `only` that one) is `loading`, or `wait` passes.
-async fn wait_for_servers(pack: &Arc<dyn Pack>, only: Option<&str>, wait: Duration) {
+pub(crate) async fn wait_for_servers(pack: &Arc<dyn Pack>, only: Option<&str>, wait: Duration) {
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         let Ok(text) = pack.call("mcp/get_dynamic_tools", json!({})).await else {
@@ -144,20 +148,27 @@ fn without_nulls(args: Value) -> Value {
 fn finish(outcome: Result<String, ToolError>) -> u8 {
     match outcome {
         Ok(text) => {
-            let mut stdout = std::io::stdout().lock();
-            match writeln!(stdout, "{text}") {
-                Ok(()) => EXIT_OK,
-                Err(_) => EXIT_OTHER,
-            }
+            say(&text);
+            EXIT_OK
         }
         Err(e) => {
             eprintln!("runvil: {e}");
-            match e {
-                ToolError::Invalid(_) => EXIT_INVALID,
-                ToolError::Backend(_) => EXIT_BACKEND,
-                ToolError::Transport(_) => EXIT_TRANSPORT,
-                _ => EXIT_OTHER,
-            }
+            exit_code(&e)
         }
     }
+}
+
+/// The exit code of a failed call.
+pub(crate) fn exit_code(e: &ToolError) -> u8 {
+    match e {
+        ToolError::Invalid(_) => EXIT_INVALID,
+        ToolError::Backend(_) => EXIT_BACKEND,
+        ToolError::Transport(_) => EXIT_TRANSPORT,
+        _ => EXIT_OTHER,
+    }
+}
+
+/// Writes a line of results to stdout; a closed stdout (a pipe into `head`) is not an error.
+pub(crate) fn say(text: &str) {
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod demo;
 mod host;
 
 use std::process::ExitCode;
