@@ -122,8 +122,10 @@ fn parse_headers(
         if RESERVED_HEADERS.contains(&lower.as_str()) {
             return Err(Refusal::ReservedHeader { name: shown });
         }
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| Refusal::InvalidHeaderName { name: shown.clone() })?;
+        let header =
+            HeaderName::from_bytes(name.as_bytes()).map_err(|_| Refusal::InvalidHeaderName {
+                name: shown.clone(),
+            })?;
         let expanded = expand_string(value, &format!("headers.{shown}"), env, secrets)?;
         let mut value = HeaderValue::from_str(expanded.expose())
             .map_err(|_| Refusal::InvalidHeaderValue { name: shown })?;

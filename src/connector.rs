@@ -147,14 +147,23 @@ mod tests {
             async move {
                 let mut log = log.lock().expect("log");
                 log.push(started.elapsed());
-                if log.len() < 10 { Err("down".to_owned()) } else { Ok(log.len()) }
+                if log.len() < 10 {
+                    Err("down".to_owned())
+                } else {
+                    Ok(log.len())
+                }
             }
         };
         let mut reasons = Vec::new();
         let ready = retry_until_ready(attempt, |r| reasons.push(r)).await;
         assert_eq!(ready, 10);
         assert_eq!(reasons.len(), 9);
-        let at: Vec<u64> = attempts.lock().expect("log").iter().map(Duration::as_secs).collect();
+        let at: Vec<u64> = attempts
+            .lock()
+            .expect("log")
+            .iter()
+            .map(Duration::as_secs)
+            .collect();
         let gaps: Vec<u64> = at.windows(2).map(|w| w[1] - w[0]).collect();
         assert_eq!(gaps, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
     }

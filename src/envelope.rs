@@ -110,7 +110,10 @@ fn check_tool(tool: Value) -> Result<CheckedTool, Rejected> {
         return Err(reject(&name, "an empty name"));
     }
     if name.chars().count() > MAX_TOOL_NAME_CHARS {
-        return Err(reject(&name, &format!("a name longer than {MAX_TOOL_NAME_CHARS} characters")));
+        return Err(reject(
+            &name,
+            &format!("a name longer than {MAX_TOOL_NAME_CHARS} characters"),
+        ));
     }
     if name.chars().any(|c| c.is_control() || is_invisible(c)) {
         return Err(reject(&name, "a name with control or invisible characters"));
@@ -202,7 +205,9 @@ impl CheckedTool {
     /// Checks a model's arguments against the input schema. A schema that does not compile
     /// checks nothing: the server will judge the arguments itself.
     pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
-        let Some(validator) = self.input_validator.get_or_init(|| compile(&self.input_schema))
+        let Some(validator) = self
+            .input_validator
+            .get_or_init(|| compile(&self.input_schema))
         else {
             tracing::debug!(tool = %self.name.escape_default(), "sending arguments unchecked: the input schema did not compile");
             return Ok(());
@@ -242,7 +247,11 @@ impl CheckedTool {
 }
 
 fn path(pointer: &str) -> String {
-    if pointer.is_empty() { "/".to_owned() } else { pointer.to_owned() }
+    if pointer.is_empty() {
+        "/".to_owned()
+    } else {
+        pointer.to_owned()
+    }
 }
 
 /// What a `tools/call` result becomes for a model.
@@ -280,12 +289,15 @@ pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Ou
 
 fn block_text(block: &Value) -> String {
     let str_of = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
-    let mime = |v: &Value, default: &str| str_of(v, "mimeType").unwrap_or_else(|| default.to_owned());
+    let mime =
+        |v: &Value, default: &str| str_of(v, "mimeType").unwrap_or_else(|| default.to_owned());
     match block.get("type").and_then(Value::as_str) {
         Some("text") => str_of(block, "text").unwrap_or_default(),
         Some("image") => format!("[image omitted: {}]", mime(block, "unknown")),
         Some("audio") => format!("[audio omitted: {}]", mime(block, "unknown")),
-        Some("resource_link") => format!("[resource: {}]", str_of(block, "uri").unwrap_or_default()),
+        Some("resource_link") => {
+            format!("[resource: {}]", str_of(block, "uri").unwrap_or_default())
+        }
         Some("resource") => {
             let resource = block.get("resource").unwrap_or(&Value::Null);
             match str_of(resource, "text") {

@@ -64,12 +64,12 @@ impl PackFactory for Factory {
             .ok_or_else(|| Unavailable::new(policy::UNAVAILABLE_RUNTIME))?;
         let entries = config::parse(cx.config, &ProcessEnvironment)
             .map_err(|_| Unavailable::new(policy::UNAVAILABLE_CONFIG))?;
-        let scrubber = Arc::new(Scrubber::new(entries.iter().flat_map(|(_, entry)| {
-            match entry {
+        let scrubber = Arc::new(Scrubber::new(entries.iter().flat_map(
+            |(_, entry)| match entry {
                 Entry::Remote(spec) => spec.secrets.clone(),
                 Entry::Refused(_) => Vec::new(),
-            }
-        })));
+            },
+        )));
         let client = SharedClient::default();
         let mut servers = Vec::with_capacity(entries.len());
         let mut tasks = Vec::new();
@@ -77,7 +77,10 @@ impl PackFactory for Factory {
             match entry {
                 Entry::Refused(refusal) => {
                     tracing::warn!(server = %name.escape_default(), reason = %refusal, "server entry refused");
-                    servers.push(Arc::new(Server::new(name, Status::Error(refusal.to_string()))));
+                    servers.push(Arc::new(Server::new(
+                        name,
+                        Status::Error(refusal.to_string()),
+                    )));
                 }
                 Entry::Remote(spec) => {
                     let server = Arc::new(Server::new(name, Status::Loading));

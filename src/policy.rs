@@ -151,7 +151,10 @@ impl fmt::Display for Refusal {
                 write!(f, "${{userHome}} is used in {key} but HOME is not set")
             }
             Self::ReservedHeader { name } => {
-                write!(f, "header {name} is set by the client and may not be configured")
+                write!(
+                    f,
+                    "header {name} is set by the client and may not be configured"
+                )
             }
             Self::InvalidHeaderName { name } => {
                 write!(f, "header name {name} cannot be sent over HTTP")
@@ -195,7 +198,10 @@ fn table() -> Vec<(&'static str, String)> {
     let placeholder = || "{key}".to_owned();
     vec![
         ("PROTOCOL_VERSION", PROTOCOL_VERSION.to_owned()),
-        ("ACCEPTED_PROTOCOL_VERSIONS", ACCEPTED_PROTOCOL_VERSIONS.join(", ")),
+        (
+            "ACCEPTED_PROTOCOL_VERSIONS",
+            ACCEPTED_PROTOCOL_VERSIONS.join(", "),
+        ),
         ("RESERVED_HEADERS", RESERVED_HEADERS.join(", ")),
         ("ALLOWED_SCHEMES", ALLOWED_SCHEMES.join(", ")),
         ("START_ATTEMPT_DEADLINE", secs(START_ATTEMPT_DEADLINE)),
@@ -218,9 +224,15 @@ fn table() -> Vec<(&'static str, String)> {
         ("MAX_SCHEMA_DEPTH", MAX_SCHEMA_DEPTH.to_string()),
         ("MAX_RESULT_CHARS", MAX_RESULT_CHARS.to_string()),
         ("MAX_NAMES_IN_ERROR", MAX_NAMES_IN_ERROR.to_string()),
-        ("MAX_VIOLATIONS_IN_ERROR", MAX_VIOLATIONS_IN_ERROR.to_string()),
+        (
+            "MAX_VIOLATIONS_IN_ERROR",
+            MAX_VIOLATIONS_IN_ERROR.to_string(),
+        ),
         ("REDACTION_MARKER", REDACTION_MARKER.to_owned()),
-        ("MIN_SCRUBBED_SECRET_CHARS", MIN_SCRUBBED_SECRET_CHARS.to_string()),
+        (
+            "MIN_SCRUBBED_SECRET_CHARS",
+            MIN_SCRUBBED_SECRET_CHARS.to_string(),
+        ),
         ("UNAVAILABLE_CONFIG", UNAVAILABLE_CONFIG.to_owned()),
         ("UNAVAILABLE_RUNTIME", UNAVAILABLE_RUNTIME.to_owned()),
         ("Refusal::NotAnObject", template(Refusal::NotAnObject)),
@@ -231,7 +243,10 @@ fn table() -> Vec<(&'static str, String)> {
             "Refusal::NotAString",
             template(Refusal::NotAString { key: placeholder() }),
         ),
-        ("Refusal::HeadersNotAnObject", template(Refusal::HeadersNotAnObject)),
+        (
+            "Refusal::HeadersNotAnObject",
+            template(Refusal::HeadersNotAnObject),
+        ),
         ("Refusal::InvalidUrl", template(Refusal::InvalidUrl)),
         ("Refusal::Scheme", template(Refusal::Scheme)),
         (
@@ -241,18 +256,27 @@ fn table() -> Vec<(&'static str, String)> {
                 key: placeholder(),
             }),
         ),
-        ("Refusal::NoHome", template(Refusal::NoHome { key: placeholder() })),
+        (
+            "Refusal::NoHome",
+            template(Refusal::NoHome { key: placeholder() }),
+        ),
         (
             "Refusal::ReservedHeader",
-            template(Refusal::ReservedHeader { name: "{name}".to_owned() }),
+            template(Refusal::ReservedHeader {
+                name: "{name}".to_owned(),
+            }),
         ),
         (
             "Refusal::InvalidHeaderName",
-            template(Refusal::InvalidHeaderName { name: "{name}".to_owned() }),
+            template(Refusal::InvalidHeaderName {
+                name: "{name}".to_owned(),
+            }),
         ),
         (
             "Refusal::InvalidHeaderValue",
-            template(Refusal::InvalidHeaderValue { name: "{name}".to_owned() }),
+            template(Refusal::InvalidHeaderValue {
+                name: "{name}".to_owned(),
+            }),
         ),
     ]
 }
@@ -282,10 +306,16 @@ mod tests {
             .collect();
         let readme = readme_rows();
         for row in &code {
-            assert!(readme.contains(row), "policy/README.md lacks or differs: {row:?}");
+            assert!(
+                readme.contains(row),
+                "policy/README.md lacks or differs: {row:?}"
+            );
         }
         for row in &readme {
-            assert!(code.contains(row), "policy/README.md has a row the code lacks: {row:?}");
+            assert!(
+                code.contains(row),
+                "policy/README.md has a row the code lacks: {row:?}"
+            );
         }
     }
 

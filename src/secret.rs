@@ -92,7 +92,8 @@ mod tests {
 
     #[test]
     fn scrubs_every_occurrence_longest_first() {
-        let scrubber = Scrubber::new(["token-123".into(), "Bearer token-123".into()].map(Secret::new));
+        let scrubber =
+            Scrubber::new(["token-123".into(), "Bearer token-123".into()].map(Secret::new));
         let text = "got Bearer token-123 and token-123";
         assert_eq!(scrubber.scrub(text), "got [redacted] and [redacted]");
         assert!(matches!(scrubber.scrub("clean"), Cow::Borrowed("clean")));

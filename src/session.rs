@@ -59,7 +59,10 @@ impl Session {
     }
 
     fn state(&self) -> State {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Runs the handshake: `initialize`, then `notifications/initialized`.
@@ -84,7 +87,9 @@ impl Session {
             protocol_version: Some(version),
         };
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        self.transport.send(to_bytes(&initialized), &headers).await?;
+        self.transport
+            .send(to_bytes(&initialized), &headers)
+            .await?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.headers = headers;
         state.generation += 1;
@@ -148,7 +153,9 @@ impl Session {
             let state = self.state();
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             let mut pending = Pending::new(self, id, &state.headers);
-            let answer = self.exchange(id, method, params.clone(), &state.headers).await;
+            let answer = self
+                .exchange(id, method, params.clone(), &state.headers)
+                .await;
             pending.answered();
             match answer {
                 Err(SessionError::Transport(TransportError::Status(404)))
@@ -351,7 +358,10 @@ pub(crate) enum SessionError {
     /// The message did not get through, or its answer could not be read.
     Transport(TransportError),
     /// The server answered with a JSON-RPC error.
-    Rpc { code: i64, message: Untrusted<String> },
+    Rpc {
+        code: i64,
+        message: Untrusted<String>,
+    },
     /// The server answered with a protocol version the client does not speak.
     Version,
     /// The answer broke the protocol.

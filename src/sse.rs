@@ -213,7 +213,10 @@ mod tests {
     #[test]
     fn joins_data_lines_and_skips_comments_and_other_events() {
         let stream = b": ping\ndata: a\ndata:b\n\nevent: endpoint\ndata: /x\n\ndata: c\n\n";
-        assert_eq!(parse_chunks(&[stream]).0, Ok(vec!["a\nb".to_owned(), "c".to_owned()]));
+        assert_eq!(
+            parse_chunks(&[stream]).0,
+            Ok(vec!["a\nb".to_owned(), "c".to_owned()])
+        );
     }
 
     #[test]
@@ -236,19 +239,28 @@ mod tests {
         let at = format!("data: {}\n\n", "a".repeat(64 - 6));
         assert_eq!(parse_chunks(&[at.as_bytes()]).0.map(|e| e.len()), Ok(1));
         let past = format!("data: {}\n\n", "a".repeat(64 - 5));
-        assert_eq!(parse_chunks(&[past.as_bytes()]).0, Err(SseError::TooLarge { limit: 64 }));
+        assert_eq!(
+            parse_chunks(&[past.as_bytes()]).0,
+            Err(SseError::TooLarge { limit: 64 })
+        );
     }
 
     #[test]
     fn event_data_past_the_limit_fails() {
         let line = format!("data: {}\n", "a".repeat(40));
         let stream = format!("{line}{line}\n");
-        assert_eq!(parse_chunks(&[stream.as_bytes()]).0, Err(SseError::TooLarge { limit: 64 }));
+        assert_eq!(
+            parse_chunks(&[stream.as_bytes()]).0,
+            Err(SseError::TooLarge { limit: 64 })
+        );
     }
 
     #[test]
     fn invalid_utf8_is_an_error_and_odd_retry_is_read_safely() {
-        assert_eq!(parse_chunks(&[b"data: \xff\n\n"]).0, Err(SseError::InvalidUtf8));
+        assert_eq!(
+            parse_chunks(&[b"data: \xff\n\n"]).0,
+            Err(SseError::InvalidUtf8)
+        );
         let (_, parser) = parse_chunks(&[b"retry: 99999999999999999999999\nretry: x\n"]);
         assert_eq!(parser.retry(), Some(Duration::from_millis(u64::MAX)));
     }

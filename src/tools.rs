@@ -64,7 +64,9 @@ impl McpPack {
                         .to_owned(),
                 ));
             }
-            (None, None) => json!({"servers": self.servers.iter().map(|s| summary(s)).collect::<Vec<_>>()}),
+            (None, None) => {
+                json!({"servers": self.servers.iter().map(|s| summary(s)).collect::<Vec<_>>()})
+            }
             (Some(namespace), None) => {
                 let server = self.server(namespace)?;
                 let mut shown = Map::new();
@@ -72,10 +74,14 @@ impl McpPack {
                 match server.status() {
                     Status::Ready(ready) => {
                         shown.insert("status".into(), json!("ready"));
-                        let tools: Vec<Value> = ready.tools.tools.values().map(|t| tool_json(t)).collect();
+                        let tools: Vec<Value> =
+                            ready.tools.tools.values().map(|t| tool_json(t)).collect();
                         shown.insert("tools".into(), Value::Array(tools));
                         if !ready.tools.rejected.is_empty() {
-                            let rejected: Vec<Value> = ready.tools.rejected.iter()
+                            let rejected: Vec<Value> = ready
+                                .tools
+                                .rejected
+                                .iter()
                                 .map(|r| json!({"name": r.name, "reason": r.reason}))
                                 .collect();
                             shown.insert("rejected".into(), Value::Array(rejected));
@@ -95,10 +101,17 @@ impl McpPack {
     }
 
     async fn call_tool(&self, args: &Map<String, Value>) -> Result<String, ToolError> {
-        let namespace = optional_string(args, "namespace")?
-            .ok_or_else(|| ToolError::Invalid("namespace is required: the server's name, as get_dynamic_tools lists it".to_owned()))?;
-        let tool_name = optional_string(args, "toolName")?
-            .ok_or_else(|| ToolError::Invalid("toolName is required: the tool's name, as get_dynamic_tools lists it".to_owned()))?;
+        let namespace = optional_string(args, "namespace")?.ok_or_else(|| {
+            ToolError::Invalid(
+                "namespace is required: the server's name, as get_dynamic_tools lists it"
+                    .to_owned(),
+            )
+        })?;
+        let tool_name = optional_string(args, "toolName")?.ok_or_else(|| {
+            ToolError::Invalid(
+                "toolName is required: the tool's name, as get_dynamic_tools lists it".to_owned(),
+            )
+        })?;
         let arguments = match args.get("arguments") {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(Value::Object(a)) => Value::Object(a.clone()),
@@ -106,7 +119,8 @@ impl McpPack {
         };
         let server = self.server(namespace)?;
         let (ready, tool) = ready_tool(server, tool_name)?;
-        tool.check_arguments(&arguments).map_err(ToolError::Invalid)?;
+        tool.check_arguments(&arguments)
+            .map_err(ToolError::Invalid)?;
         let call = ready.session.call_tool(&tool.name, arguments);
         let result = match tokio::time::timeout(CALL_DEADLINE, call).await {
             Err(_) => {
@@ -231,7 +245,11 @@ fn arguments_object(tool: &str, args: Value) -> Result<Map<String, Value>, ToolE
     let args = match args {
         Value::Null => Map::new(),
         Value::Object(args) => args,
-        _ => return Err(ToolError::Invalid("the arguments must be a JSON object".to_owned())),
+        _ => {
+            return Err(ToolError::Invalid(
+                "the arguments must be a JSON object".to_owned(),
+            ));
+        }
     };
     let allowed: &[&str] = match tool {
         GET_DYNAMIC_TOOLS => &["namespace", "toolName"],
@@ -248,7 +266,10 @@ fn arguments_object(tool: &str, args: Value) -> Result<Map<String, Value>, ToolE
     Ok(args)
 }
 
-fn optional_string<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, ToolError> {
+fn optional_string<'a>(
+    args: &'a Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, ToolError> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -290,7 +311,10 @@ fn summary(server: &Server) -> Value {
     match server.status() {
         Status::Ready(ready) => {
             shown.insert("status".into(), json!("ready"));
-            shown.insert("tools".into(), json!(ready.tools.tools.keys().collect::<Vec<_>>()));
+            shown.insert(
+                "tools".into(),
+                json!(ready.tools.tools.keys().collect::<Vec<_>>()),
+            );
         }
         status => add_status(&mut shown, &status),
     }
@@ -318,7 +342,9 @@ fn tool_json(tool: &CheckedTool) -> Value {
 
 fn session_error(e: SessionError) -> ToolError {
     match e {
-        SessionError::Rpc { code, message } => ToolError::Backend(envelope::rpc_error_text(code, message)),
+        SessionError::Rpc { code, message } => {
+            ToolError::Backend(envelope::rpc_error_text(code, message))
+        }
         SessionError::Transport(e) => ToolError::Transport(e.to_string()),
         other => ToolError::Transport(other.to_string()),
     }

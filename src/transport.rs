@@ -17,8 +17,7 @@ use reqwest::{Client, Response, StatusCode, Url};
 
 use crate::config::ServerSpec;
 use crate::policy::{
-    CONNECT_TIMEOUT, MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES, MAX_SESSION_ID_BYTES,
-    redirect_policy,
+    CONNECT_TIMEOUT, MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, redirect_policy,
 };
 use crate::sse::{Event, SseError, SseParser};
 
@@ -53,7 +52,10 @@ impl fmt::Debug for SessionHeaders {
     // A session id is a bearer credential for the session.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SessionHeaders")
-            .field("session_id", &self.session_id.as_ref().map(|_| "[redacted]"))
+            .field(
+                "session_id",
+                &self.session_id.as_ref().map(|_| "[redacted]"),
+            )
             .field("protocol_version", &self.protocol_version)
             .finish()
     }
@@ -178,7 +180,9 @@ impl Transport {
         let response = checked(request.send().await)?;
         match content_type(&response).as_deref() {
             Some("text/event-stream") => Ok(EventStream::new(response)),
-            other => Err(TransportError::ContentType(other.unwrap_or("none").to_owned())),
+            other => Err(TransportError::ContentType(
+                other.unwrap_or("none").to_owned(),
+            )),
         }
     }
 
@@ -186,7 +190,10 @@ impl Transport {
     /// server keeps no session or already dropped it.
     pub(crate) async fn delete(&self, session: &SessionHeaders) {
         let headers = self.headers(session, ACCEPT_BOTH);
-        let request = self.client.delete(self.endpoint.url.clone()).headers(headers);
+        let request = self
+            .client
+            .delete(self.endpoint.url.clone())
+            .headers(headers);
         if let Ok(response) = request.send().await {
             let _ = read_capped(response).await;
         }
@@ -207,7 +214,11 @@ fn checked(sent: Result<Response, reqwest::Error>) -> Result<Response, Transport
 }
 
 fn content_type(response: &Response) -> Option<String> {
-    let value = response.headers().get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let value = response
+        .headers()
+        .get(header::CONTENT_TYPE)?
+        .to_str()
+        .ok()?;
     let essence = value.split(';').next().unwrap_or_default().trim();
     Some(essence.to_ascii_lowercase())
 }

@@ -25,30 +25,88 @@ async fn every_entry_rule() {
     let refused = |reason: &str| ("error".to_owned(), Some(reason.to_owned()));
     let cases: Vec<(Value, (String, Option<String>))> = vec![
         (json!({"url": "http://127.0.0.1:9/mcp"}), loading()),
-        (json!({"url": "https://example.invalid/mcp", "headers": {"Authorization": "Bearer x"}}), loading()),
+        (
+            json!({"url": "https://example.invalid/mcp", "headers": {"Authorization": "Bearer x"}}),
+            loading(),
+        ),
         (json!({"url": "http://h/mcp", "type": "http"}), loading()),
-        (json!({"url": "http://h/mcp", "type": "streamable-http", "unknown": {"any": 1}}), loading()),
-        (json!({"url": "http://h/${env:PLUGIN_MCP_TEST_PLAIN}"}), loading()),
-        (json!({"url": "http://h/mcp", "headers": {"X-A": "${env:PLUGIN_MCP_TEST_PLAIN}-${env:PLUGIN_MCP_TEST_CANARY}"}}), loading()),
-        (json!({"url": "http://h/${other}/${env:}/${userHome}"}), loading()),
-        (json!({"url": "http://h/mcp", "type": "sse"}), refused("type \"sse\" is the legacy HTTP+SSE transport, which is not supported; use Streamable HTTP")),
-        (json!({"command": "npx", "args": ["-y", "server"], "env": {"K": "v"}, "cwd": "/tmp"}), refused("local MCP servers (command) are not supported yet")),
-        (json!({"command": "uvx"}), refused("local MCP servers (command) are not supported yet")),
+        (
+            json!({"url": "http://h/mcp", "type": "streamable-http", "unknown": {"any": 1}}),
+            loading(),
+        ),
+        (
+            json!({"url": "http://h/${env:PLUGIN_MCP_TEST_PLAIN}"}),
+            loading(),
+        ),
+        (
+            json!({"url": "http://h/mcp", "headers": {"X-A": "${env:PLUGIN_MCP_TEST_PLAIN}-${env:PLUGIN_MCP_TEST_CANARY}"}}),
+            loading(),
+        ),
+        (
+            json!({"url": "http://h/${other}/${env:}/${userHome}"}),
+            loading(),
+        ),
+        (
+            json!({"url": "http://h/mcp", "type": "sse"}),
+            refused(
+                "type \"sse\" is the legacy HTTP+SSE transport, which is not supported; use Streamable HTTP",
+            ),
+        ),
+        (
+            json!({"command": "npx", "args": ["-y", "server"], "env": {"K": "v"}, "cwd": "/tmp"}),
+            refused("local MCP servers (command) are not supported yet"),
+        ),
+        (
+            json!({"command": "uvx"}),
+            refused("local MCP servers (command) are not supported yet"),
+        ),
         (json!("http://h/mcp"), refused("the entry is not an object")),
         (json!(null), refused("the entry is not an object")),
         (json!({}), refused("url is missing")),
         (json!({"url": ["x"]}), refused("url is not a string")),
         (json!({"url": "h/mcp"}), refused("url is not a valid URL")),
-        (json!({"url": "ws://h/mcp"}), refused("url must start with http:// or https://")),
-        (json!({"url": "http://h", "headers": ["Authorization: x"]}), refused("headers is not an object")),
-        (json!({"url": "http://h", "headers": {"X-Count": 3}}), refused("headers.X-Count is not a string")),
-        (json!({"url": "http://h", "headers": {"accept": "*/*"}}), refused("header accept is set by the client and may not be configured")),
-        (json!({"url": "http://h", "headers": {"Mcp-Session-Id": "s"}}), refused("header Mcp-Session-Id is set by the client and may not be configured")),
-        (json!({"url": "http://h", "headers": {"last-EVENT-id": "1"}}), refused("header last-EVENT-id is set by the client and may not be configured")),
-        (json!({"url": "http://h", "headers": {"X Bad": "v"}}), refused("header name X Bad cannot be sent over HTTP")),
-        (json!({"url": "http://h", "headers": {"X-Inject": "${env:PLUGIN_MCP_TEST_CRLF}"}}), refused("the value of header X-Inject cannot be sent over HTTP")),
-        (json!({"url": "http://h/${env:PLUGIN_MCP_TEST_UNSET_VARIABLE}"}), refused("environment variable PLUGIN_MCP_TEST_UNSET_VARIABLE is not set (used in url)")),
-        (json!({"url": "http://h", "headers": {"Authorization": "Bearer ${env:PLUGIN_MCP_TEST_PLAIN}${env:PLUGIN_MCP_TEST_UNSET_B}"}}), refused("environment variable PLUGIN_MCP_TEST_UNSET_B is not set (used in headers.Authorization)")),
+        (
+            json!({"url": "ws://h/mcp"}),
+            refused("url must start with http:// or https://"),
+        ),
+        (
+            json!({"url": "http://h", "headers": ["Authorization: x"]}),
+            refused("headers is not an object"),
+        ),
+        (
+            json!({"url": "http://h", "headers": {"X-Count": 3}}),
+            refused("headers.X-Count is not a string"),
+        ),
+        (
+            json!({"url": "http://h", "headers": {"accept": "*/*"}}),
+            refused("header accept is set by the client and may not be configured"),
+        ),
+        (
+            json!({"url": "http://h", "headers": {"Mcp-Session-Id": "s"}}),
+            refused("header Mcp-Session-Id is set by the client and may not be configured"),
+        ),
+        (
+            json!({"url": "http://h", "headers": {"last-EVENT-id": "1"}}),
+            refused("header last-EVENT-id is set by the client and may not be configured"),
+        ),
+        (
+            json!({"url": "http://h", "headers": {"X Bad": "v"}}),
+            refused("header name X Bad cannot be sent over HTTP"),
+        ),
+        (
+            json!({"url": "http://h", "headers": {"X-Inject": "${env:PLUGIN_MCP_TEST_CRLF}"}}),
+            refused("the value of header X-Inject cannot be sent over HTTP"),
+        ),
+        (
+            json!({"url": "http://h/${env:PLUGIN_MCP_TEST_UNSET_VARIABLE}"}),
+            refused("environment variable PLUGIN_MCP_TEST_UNSET_VARIABLE is not set (used in url)"),
+        ),
+        (
+            json!({"url": "http://h", "headers": {"Authorization": "Bearer ${env:PLUGIN_MCP_TEST_PLAIN}${env:PLUGIN_MCP_TEST_UNSET_B}"}}),
+            refused(
+                "environment variable PLUGIN_MCP_TEST_UNSET_B is not set (used in headers.Authorization)",
+            ),
+        ),
     ];
     let servers: serde_json::Map<String, Value> = cases
         .iter()
@@ -56,7 +114,11 @@ async fn every_entry_rule() {
         .map(|(i, (entry, _))| (format!("s{i:02}"), entry.clone()))
         .collect();
     let listed = listing(Value::Object(servers)).await;
-    assert_eq!(listed.len(), cases.len(), "one bad entry never hides another");
+    assert_eq!(
+        listed.len(),
+        cases.len(),
+        "one bad entry never hides another"
+    );
     for (i, ((entry, want), got)) in cases.iter().zip(&listed).enumerate() {
         assert_eq!(got["namespace"], format!("s{i:02}"));
         assert_eq!(&status_of(got), want, "entry {entry}");
@@ -76,13 +138,18 @@ async fn install_without_an_mcp_key_passes_null() {
     assert_eq!(packs.name("mcp"), Some("runvil/mcp"));
     assert_eq!(packs.config("mcp"), Some(&Value::Null));
     plugin_mcp::install(&mut packs, &json!({"mcp": {"a": {"url": "http://h"}}}));
-    assert_eq!(packs.config("mcp"), Some(&json!({"a": {"url": "http://h"}})));
+    assert_eq!(
+        packs.config("mcp"),
+        Some(&json!({"a": {"url": "http://h"}}))
+    );
 }
 
 #[tokio::test]
 async fn any_other_config_value_leaves_the_pack_unavailable() {
     for config in [json!([]), json!("servers"), json!(1), json!(false)] {
-        let error = support::try_pack(config.clone()).err().expect("unavailable");
+        let error = support::try_pack(config.clone())
+            .err()
+            .expect("unavailable");
         assert_eq!(
             error.reason,
             "the mcp configuration must be an object of servers (an mcp.json mcpServers object) or null",
@@ -95,21 +162,38 @@ async fn any_other_config_value_leaves_the_pack_unavailable() {
 fn a_host_without_a_runtime_gets_an_unavailable_pack_even_with_no_servers() {
     let mut packs = runvil_plugin::Packs::new();
     plugin_mcp::install(&mut packs, &json!({}));
-    let error = packs.construct("mcp", &runvil_plugin::Services::new()).err().expect("unavailable");
-    assert_eq!(error.reason, "the Host lends no tokio runtime (the contract's TOKIO_RUNTIME service)");
+    let error = packs
+        .construct("mcp", &runvil_plugin::Services::new())
+        .err()
+        .expect("unavailable");
+    assert_eq!(
+        error.reason,
+        "the Host lends no tokio runtime (the contract's TOKIO_RUNTIME service)"
+    );
 }
 
 #[tokio::test]
 async fn namespaces_match_exactly_and_are_listed_in_name_order() {
-    let listed = listing(json!({"b": {"url": "http://h"}, "B": {"url": "http://h"}, "a b": {"command": "x"}})).await;
-    let names: Vec<&str> = listed.iter().map(|s| s["namespace"].as_str().expect("name")).collect();
+    let listed = listing(
+        json!({"b": {"url": "http://h"}, "B": {"url": "http://h"}, "a b": {"command": "x"}}),
+    )
+    .await;
+    let names: Vec<&str> = listed
+        .iter()
+        .map(|s| s["namespace"].as_str().expect("name"))
+        .collect();
     assert_eq!(names, ["B", "a b", "b"]);
     let pack = support::pack(json!({"Srv": {"url": "http://h"}}));
     let error = pack
         .call("mcp/get_dynamic_tools", json!({"namespace": "srv"}))
         .await
         .expect_err("namespaces are case-sensitive");
-    assert_eq!(error, runvil_plugin::ToolError::Invalid("unknown namespace \"srv\"; the namespaces are: Srv".to_owned()));
+    assert_eq!(
+        error,
+        runvil_plugin::ToolError::Invalid(
+            "unknown namespace \"srv\"; the namespaces are: Srv".to_owned()
+        )
+    );
 }
 
 #[tokio::test]

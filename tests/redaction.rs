@@ -67,9 +67,15 @@ fn secret_entry(url: &str) -> Value {
 async fn everything_said(pack: &Arc<dyn runvil_plugin::Pack>, namespace: &str) -> Vec<String> {
     let mut said = vec![
         support::list(pack, json!({})).await.to_string(),
-        support::list(pack, json!({"namespace": namespace})).await.to_string(),
+        support::list(pack, json!({"namespace": namespace}))
+            .await
+            .to_string(),
     ];
-    for args in [json!({"text": CANARY}), json!({}), json!({"text": format!("Bearer {CANARY}")})] {
+    for args in [
+        json!({"text": CANARY}),
+        json!({}),
+        json!({"text": format!("Bearer {CANARY}")}),
+    ] {
         let outcome = support::call(pack, namespace, "echo", args).await;
         said.push(format!("{outcome:?}"));
         if let Err(e) = outcome {
@@ -87,9 +93,19 @@ async fn no_output_or_log_line_names_a_secret() {
     // A server that is not there, and one that redirects.
     let gone = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port())
+        format!(
+            "http://127.0.0.1:{}/mcp",
+            listener.local_addr().expect("addr").port()
+        )
     };
-    let redirect = Hostile::start(|_| Script::raw(hostile::http("307 Temporary Redirect", &[("location", "http://127.0.0.1:9/x?key=canary")], b""))).await;
+    let redirect = Hostile::start(|_| {
+        Script::raw(hostile::http(
+            "307 Temporary Redirect",
+            &[("location", "http://127.0.0.1:9/x?key=canary")],
+            b"",
+        ))
+    })
+    .await;
     let pack = support::pack(json!({
         "echo": secret_entry(&echo.url),
         "gone": secret_entry(&gone),
@@ -107,18 +123,27 @@ async fn no_output_or_log_line_names_a_secret() {
     }
     // The echo server really received the secrets: the test could fail.
     let call = echo.calls_of("tools/call");
-    assert!(call.iter().any(|r| r.header("x-api-key") == Some(CANARY)), "the header was sent");
+    assert!(
+        call.iter().any(|r| r.header("x-api-key") == Some(CANARY)),
+        "the header was sent"
+    );
 
     for text in &said {
         assert_clean("an output", text);
     }
     // The echoed headers came back with the marker in place of their values.
-    let echoed = said.iter().find(|t| t.contains("x-api-key")).expect("the headers were echoed");
+    let echoed = said
+        .iter()
+        .find(|t| t.contains("x-api-key"))
+        .expect("the headers were echoed");
     assert!(echoed.contains("[redacted]"), "{echoed}");
 
     drop(pack);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let logged = String::from_utf8_lossy(&logs.0.lock().expect("log")).into_owned();
-    assert!(logged.contains("TRACE") || logged.contains("DEBUG"), "logging is on");
+    assert!(
+        logged.contains("TRACE") || logged.contains("DEBUG"),
+        "logging is on"
+    );
     assert_clean("the log", &logged);
 }

@@ -22,7 +22,12 @@ impl Environment for FakeEnvironment {
 
 fn env() -> FakeEnvironment {
     FakeEnvironment {
-        vars: HashMap::from([("A", "alpha"), ("B", "beta"), ("EMPTY", ""), ("CRLF", "x\r\ny")]),
+        vars: HashMap::from([
+            ("A", "alpha"),
+            ("B", "beta"),
+            ("EMPTY", ""),
+            ("CRLF", "x\r\ny"),
+        ]),
         home: Some("/home/u"),
     }
 }
@@ -64,26 +69,74 @@ fn entries_come_back_in_name_order() {
 fn refusals_name_the_key_and_use_the_policy_texts() {
     let cases = [
         (json!(7), "the entry is not an object"),
-        (json!({"command": "npx", "args": ["x"], "env": {}, "cwd": "/"}), "local MCP servers (command) are not supported yet"),
-        (json!({"command": "npx", "url": "http://x"}), "local MCP servers (command) are not supported yet"),
-        (json!({"type": "sse", "url": "http://x"}), "type \"sse\" is the legacy HTTP+SSE transport, which is not supported; use Streamable HTTP"),
+        (
+            json!({"command": "npx", "args": ["x"], "env": {}, "cwd": "/"}),
+            "local MCP servers (command) are not supported yet",
+        ),
+        (
+            json!({"command": "npx", "url": "http://x"}),
+            "local MCP servers (command) are not supported yet",
+        ),
+        (
+            json!({"type": "sse", "url": "http://x"}),
+            "type \"sse\" is the legacy HTTP+SSE transport, which is not supported; use Streamable HTTP",
+        ),
         (json!({}), "url is missing"),
         (json!({"headers": {}}), "url is missing"),
         (json!({"url": 5}), "url is not a string"),
         (json!({"url": "not a url"}), "url is not a valid URL"),
-        (json!({"url": "ftp://x"}), "url must start with http:// or https://"),
-        (json!({"url": "file:///etc/passwd"}), "url must start with http:// or https://"),
-        (json!({"url": "http://x", "headers": []}), "headers is not an object"),
-        (json!({"url": "http://x", "headers": "a"}), "headers is not an object"),
-        (json!({"url": "http://x", "headers": {"X-N": 1}}), "headers.X-N is not a string"),
-        (json!({"url": "http://x", "headers": {"Accept": "a"}}), "header Accept is set by the client and may not be configured"),
-        (json!({"url": "http://x", "headers": {"mcp-session-id": "a"}}), "header mcp-session-id is set by the client and may not be configured"),
-        (json!({"url": "http://x", "headers": {"LAST-EVENT-ID": "a"}}), "header LAST-EVENT-ID is set by the client and may not be configured"),
-        (json!({"url": "http://x", "headers": {"bad name": "a"}}), "header name bad name cannot be sent over HTTP"),
-        (json!({"url": "http://x", "headers": {"X-V": "a\nb"}}), "the value of header X-V cannot be sent over HTTP"),
-        (json!({"url": "http://x", "headers": {"X-V": "${env:CRLF}"}}), "the value of header X-V cannot be sent over HTTP"),
-        (json!({"url": "http://${env:NOPE}/mcp"}), "environment variable NOPE is not set (used in url)"),
-        (json!({"url": "http://x", "headers": {"Authorization": "Bearer ${env:A}-${env:UNSET_B}"}}), "environment variable UNSET_B is not set (used in headers.Authorization)"),
+        (
+            json!({"url": "ftp://x"}),
+            "url must start with http:// or https://",
+        ),
+        (
+            json!({"url": "file:///etc/passwd"}),
+            "url must start with http:// or https://",
+        ),
+        (
+            json!({"url": "http://x", "headers": []}),
+            "headers is not an object",
+        ),
+        (
+            json!({"url": "http://x", "headers": "a"}),
+            "headers is not an object",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"X-N": 1}}),
+            "headers.X-N is not a string",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"Accept": "a"}}),
+            "header Accept is set by the client and may not be configured",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"mcp-session-id": "a"}}),
+            "header mcp-session-id is set by the client and may not be configured",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"LAST-EVENT-ID": "a"}}),
+            "header LAST-EVENT-ID is set by the client and may not be configured",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"bad name": "a"}}),
+            "header name bad name cannot be sent over HTTP",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"X-V": "a\nb"}}),
+            "the value of header X-V cannot be sent over HTTP",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"X-V": "${env:CRLF}"}}),
+            "the value of header X-V cannot be sent over HTTP",
+        ),
+        (
+            json!({"url": "http://${env:NOPE}/mcp"}),
+            "environment variable NOPE is not set (used in url)",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"Authorization": "Bearer ${env:A}-${env:UNSET_B}"}}),
+            "environment variable UNSET_B is not set (used in headers.Authorization)",
+        ),
     ];
     for (entry, reason) in cases {
         assert_eq!(one(entry.clone()).err().as_deref(), Some(reason), "{entry}");
@@ -95,7 +148,10 @@ fn refusals_never_show_a_value() {
     let entry = json!({"url": "http://x", "headers": {"X-V": "${env:CRLF}"}});
     let reason = one(entry).expect_err("refused");
     assert_eq!(reason, "the value of header X-V cannot be sent over HTTP");
-    assert!(!reason.contains('\r') && !reason.contains("x\r\ny"), "{reason}");
+    assert!(
+        !reason.contains('\r') && !reason.contains("x\r\ny"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -114,14 +170,21 @@ fn other_types_and_unknown_fields_are_ignored() {
 fn substitution_expands_env_and_home_anywhere_any_number_of_times() {
     let cases = [
         ("http://x/${env:A}", "http://x/alpha"),
-        ("http://${env:A}.${env:B}/${env:A}", "http://alpha.beta/alpha"),
+        (
+            "http://${env:A}.${env:B}/${env:A}",
+            "http://alpha.beta/alpha",
+        ),
         ("http://x${userHome}/p", "http://x/home/u/p"),
         ("http://x/${env:EMPTY}e", "http://x/e"),
         ("http://x/${other}", "http://x/$%7Bother%7D"),
     ];
     for (raw, want) in cases {
         let got = url_of(json!({"url": raw}));
-        assert_eq!(reqwest::Url::parse(&got).expect("url").as_str(), want, "{raw}");
+        assert_eq!(
+            reqwest::Url::parse(&got).expect("url").as_str(),
+            want,
+            "{raw}"
+        );
     }
 }
 
@@ -141,7 +204,11 @@ fn other_forms_pass_through_unchanged() {
         ("}${userHome}{", "}/home/u{"),
     ];
     for (raw, want) in cases {
-        assert_eq!(expand(raw, "k", &env(), &mut secrets).as_deref(), Ok(want), "{raw}");
+        assert_eq!(
+            expand(raw, "k", &env(), &mut secrets).as_deref(),
+            Ok(want),
+            "{raw}"
+        );
     }
 }
 
@@ -167,7 +234,13 @@ fn headers_are_sensitive_and_every_value_is_a_secret() {
     .expect("accepted");
     assert!(spec.headers.iter().all(|(_, v)| v.is_sensitive()));
     let exposed: Vec<&str> = spec.secrets.iter().map(Secret::expose).collect();
-    for want in ["alpha", "beta", "https://h/mcp?k=alpha", "Bearer beta", "plain-value"] {
+    for want in [
+        "alpha",
+        "beta",
+        "https://h/mcp?k=alpha",
+        "Bearer beta",
+        "plain-value",
+    ] {
         assert!(exposed.contains(&want), "{want} missing from {exposed:?}");
     }
     let shown = format!("{spec:?}");

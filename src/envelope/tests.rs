@@ -52,7 +52,10 @@ fn cleaning_removes_escapes_controls_and_invisible_characters() {
 #[test]
 fn truncation_keeps_the_limit_and_says_how_much_was_cut() {
     assert_eq!(truncate("abc".to_owned(), 3), "abc");
-    assert_eq!(truncate("abcd".to_owned(), 3), "abc\n[... 1 characters cut]");
+    assert_eq!(
+        truncate("abcd".to_owned(), 3),
+        "abc\n[... 1 characters cut]"
+    );
     assert_eq!(truncate("ééé".to_owned(), 2), "éé\n[... 1 characters cut]");
 }
 
@@ -82,12 +85,24 @@ fn names_are_checked_and_duplicates_dropped() {
         tool(json!({"name": "dup", "description": "first"})),
         tool(json!({"name": "dup", "description": "second"})),
     ]);
-    assert_eq!(set.tools.keys().collect::<Vec<_>>(), [&"dup".to_owned(), &at_limit]);
+    assert_eq!(
+        set.tools.keys().collect::<Vec<_>>(),
+        [&"dup".to_owned(), &at_limit]
+    );
     assert_eq!(set.tools["dup"].description, "first");
-    let reasons: Vec<(&str, &str)> =
-        set.rejected.iter().map(|r| (r.name.as_str(), r.reason.as_str())).collect();
+    let reasons: Vec<(&str, &str)> = set
+        .rejected
+        .iter()
+        .map(|r| (r.name.as_str(), r.reason.as_str()))
+        .collect();
     assert_eq!(reasons[1], ("", "an empty name"));
-    assert_eq!(reasons[2], ("bad\\u{1b}[2J", "a name with control or invisible characters"));
+    assert_eq!(
+        reasons[2],
+        (
+            "bad\\u{1b}[2J",
+            "a name with control or invisible characters"
+        )
+    );
     assert_eq!(reasons[4], ("", "a tool without a string name"));
     assert_eq!(reasons[5], ("dup", "a second tool with the same name"));
     assert_eq!(reasons[0].1, "a name longer than 128 characters");
@@ -96,9 +111,9 @@ fn names_are_checked_and_duplicates_dropped() {
 
 #[test]
 fn descriptions_are_cleaned_and_capped() {
-    let set = checked(vec![
-        tool(json!({"description": format!("\u{1b}[8m{}", "x".repeat(MAX_DESCRIPTION_CHARS + 10))})),
-    ]);
+    let set = checked(vec![tool(
+        json!({"description": format!("\u{1b}[8m{}", "x".repeat(MAX_DESCRIPTION_CHARS + 10))}),
+    )]);
     let description = &set.tools["t"].description;
     assert!(description.starts_with("xxx"));
     assert!(description.ends_with("\n[... 10 characters cut]"));
@@ -106,15 +121,28 @@ fn descriptions_are_cleaned_and_capped() {
 
 #[test]
 fn schemas_must_be_bounded_objects() {
-    assert_eq!(reason_for(tool(json!({"inputSchema": "object"}))), "inputSchema is not a JSON object");
-    assert_eq!(reason_for(json!({"name": "t"})), "inputSchema is not a JSON object");
-    assert!(checked(vec![tool(json!({"inputSchema": nested(MAX_SCHEMA_DEPTH)}))]).rejected.is_empty());
+    assert_eq!(
+        reason_for(tool(json!({"inputSchema": "object"}))),
+        "inputSchema is not a JSON object"
+    );
+    assert_eq!(
+        reason_for(json!({"name": "t"})),
+        "inputSchema is not a JSON object"
+    );
+    assert!(
+        checked(vec![tool(json!({"inputSchema": nested(MAX_SCHEMA_DEPTH)}))])
+            .rejected
+            .is_empty()
+    );
     assert_eq!(
         reason_for(tool(json!({"inputSchema": nested(MAX_SCHEMA_DEPTH + 1)}))),
         "inputSchema is nested deeper than 32 levels"
     );
     let big = json!({"type": "object", "description": "x".repeat(MAX_SCHEMA_BYTES)});
-    assert_eq!(reason_for(tool(json!({"inputSchema": big}))), "inputSchema is larger than 262144 bytes");
+    assert_eq!(
+        reason_for(tool(json!({"inputSchema": big}))),
+        "inputSchema is larger than 262144 bytes"
+    );
     assert_eq!(
         reason_for(tool(json!({"outputSchema": [1]}))),
         "outputSchema is not a JSON object"
@@ -130,8 +158,13 @@ fn arguments_are_checked_against_the_input_schema() {
     }}))]);
     let t = &set.tools["t"];
     assert_eq!(t.check_arguments(&json!({"a": 1, "b": 2})), Ok(()));
-    let error = t.check_arguments(&json!({"a": "one"})).expect_err("invalid");
-    assert!(error.starts_with("the arguments do not match the input schema of t:"), "{error}");
+    let error = t
+        .check_arguments(&json!({"a": "one"}))
+        .expect_err("invalid");
+    assert!(
+        error.starts_with("the arguments do not match the input schema of t:"),
+        "{error}"
+    );
     assert!(error.contains("/a: "), "{error}");
     assert!(error.contains("\"b\" is a required property"), "{error}");
 }
@@ -140,15 +173,24 @@ fn arguments_are_checked_against_the_input_schema() {
 fn a_schema_that_does_not_compile_checks_nothing_and_fetches_nothing() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("nonblocking");
-    let url = format!("http://127.0.0.1:{}/schema.json", listener.local_addr().expect("addr").port());
+    let url = format!(
+        "http://127.0.0.1:{}/schema.json",
+        listener.local_addr().expect("addr").port()
+    );
     let set = checked(vec![
         tool(json!({"name": "remote", "inputSchema": {"type": "object", "$ref": url}})),
         tool(json!({"name": "file", "inputSchema": {"$ref": "file:///etc/passwd"}})),
         tool(json!({"name": "typo", "inputSchema": {"type": "strng"}})),
-        tool(json!({"name": "regex", "inputSchema": {"type": "object", "properties": {"p": {"type": "string", "pattern": "(a+)+$"}}}})),
+        tool(
+            json!({"name": "regex", "inputSchema": {"type": "object", "properties": {"p": {"type": "string", "pattern": "(a+)+$"}}}}),
+        ),
     ]);
     for name in ["remote", "file", "typo"] {
-        assert_eq!(set.tools[name].check_arguments(&json!({"any": 1})), Ok(()), "{name}");
+        assert_eq!(
+            set.tools[name].check_arguments(&json!({"any": 1})),
+            Ok(()),
+            "{name}"
+        );
     }
     let regex = &set.tools["regex"];
     let evil = format!("{}!", "a".repeat(50_000));
@@ -157,7 +199,9 @@ fn a_schema_that_does_not_compile_checks_nothing_and_fetches_nothing() {
 }
 
 fn convert(result: Value) -> Result<String, String> {
-    let set = checked(vec![tool(json!({"outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}))]);
+    let set = checked(vec![tool(
+        json!({"outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}),
+    )]);
     match convert_result(Untrusted::new(result), &set.tools["t"]) {
         Outcome::Text(text) => Ok(text),
         Outcome::ToolFailed(text) => Err(text),
@@ -178,25 +222,45 @@ fn results_become_text_piece_by_piece() {
     ]});
     assert_eq!(
         convert(result),
-        Ok("one\n\n[image omitted: image/png]\n\n[audio omitted: audio/wav]\n\nembedded\n\n\
+        Ok(
+            "one\n\n[image omitted: image/png]\n\n[audio omitted: audio/wav]\n\nembedded\n\n\
             [resource omitted: application/pdf]\n\n[resource omitted: application/octet-stream]\n\n\
             [resource: https://x/y]\n\nlast"
-            .to_owned())
+                .to_owned()
+        )
     );
 }
 
 #[test]
 fn structured_content_errors_and_limits() {
-    assert_eq!(convert(json!({"content": [], "structuredContent": {"n": 1}})), Ok("{\"n\":1}".to_owned()));
-    assert_eq!(convert(json!({"structuredContent": {"n": 1}})), Ok("{\"n\":1}".to_owned()));
     assert_eq!(
-        convert(json!({"content": [{"type": "text", "text": "{\"n\":1}"}], "structuredContent": {"n": 1}})),
+        convert(json!({"content": [], "structuredContent": {"n": 1}})),
+        Ok("{\"n\":1}".to_owned())
+    );
+    assert_eq!(
+        convert(json!({"structuredContent": {"n": 1}})),
+        Ok("{\"n\":1}".to_owned())
+    );
+    assert_eq!(
+        convert(
+            json!({"content": [{"type": "text", "text": "{\"n\":1}"}], "structuredContent": {"n": 1}})
+        ),
         Ok("{\"n\":1}".to_owned())
     );
     let mismatch = convert(json!({"structuredContent": {"n": "x"}})).expect_err("mismatch");
-    assert!(mismatch.starts_with("the result's structuredContent does not match the tool's outputSchema at /n:"), "{mismatch}");
-    assert_eq!(convert(json!({"content": [{"type": "text", "text": "boom"}], "isError": true})), Err("boom".to_owned()));
+    assert!(
+        mismatch.starts_with(
+            "the result's structuredContent does not match the tool's outputSchema at /n:"
+        ),
+        "{mismatch}"
+    );
+    assert_eq!(
+        convert(json!({"content": [{"type": "text", "text": "boom"}], "isError": true})),
+        Err("boom".to_owned())
+    );
     assert_eq!(convert(json!({})), Ok(String::new()));
-    let long = convert(json!({"content": [{"type": "text", "text": "y".repeat(MAX_RESULT_CHARS + 1)}]})).expect("text");
+    let long =
+        convert(json!({"content": [{"type": "text", "text": "y".repeat(MAX_RESULT_CHARS + 1)}]}))
+            .expect("text");
     assert!(long.ends_with("\n[... 1 characters cut]"));
 }

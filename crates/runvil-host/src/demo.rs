@@ -71,7 +71,9 @@ impl ServerHandler for DemoServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let content = match request.name.as_ref() {
             "echo" => {
-                let text = argument(&request, "text").and_then(Value::as_str).unwrap_or_default();
+                let text = argument(&request, "text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 ContentBlock::text(text)
             }
             "add" => {
@@ -107,7 +109,11 @@ pub(crate) async fn run() -> u8 {
     };
     let config = StreamableHttpServerConfig::default();
     let stop = config.cancellation_token.clone();
-    let service = StreamableHttpService::new(|| Ok(DemoServer), Arc::new(LocalSessionManager::default()), config);
+    let service = StreamableHttpService::new(
+        || Ok(DemoServer),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
     let router = axum::Router::new().nest_service("/mcp", service);
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, router)
@@ -131,12 +137,31 @@ pub(crate) async fn run() -> u8 {
 async fn show(pack: &Arc<dyn Pack>, servers: &Value) -> u8 {
     let steps: [(&str, &str, Value); 5] = [
         ("the listing", "mcp/get_dynamic_tools", json!({})),
-        ("one tool with its schema", "mcp/get_dynamic_tools", json!({"namespace": "demo", "toolName": "add"})),
-        ("a call", "mcp/call_dynamic_tool", json!({"namespace": "demo", "toolName": "add", "arguments": {"a": 2, "b": 3}})),
-        ("an image result", "mcp/call_dynamic_tool", json!({"namespace": "demo", "toolName": "image"})),
-        ("a mistake a model can fix", "mcp/call_dynamic_tool", json!({"namespace": "demo", "toolName": "add", "arguments": {"a": "two"}})),
+        (
+            "one tool with its schema",
+            "mcp/get_dynamic_tools",
+            json!({"namespace": "demo", "toolName": "add"}),
+        ),
+        (
+            "a call",
+            "mcp/call_dynamic_tool",
+            json!({"namespace": "demo", "toolName": "add", "arguments": {"a": 2, "b": 3}}),
+        ),
+        (
+            "an image result",
+            "mcp/call_dynamic_tool",
+            json!({"namespace": "demo", "toolName": "image"}),
+        ),
+        (
+            "a mistake a model can fix",
+            "mcp/call_dynamic_tool",
+            json!({"namespace": "demo", "toolName": "add", "arguments": {"a": "two"}}),
+        ),
     ];
-    host::say(&format!("# mcp.json\n{}\n", pretty(&json!({"mcpServers": servers}))));
+    host::say(&format!(
+        "# mcp.json\n{}\n",
+        pretty(&json!({"mcpServers": servers}))
+    ));
     host::wait_for_servers(pack, None, Duration::from_secs(10)).await;
     for (title, tool, args) in steps {
         host::say(&format!("# {title}: {tool} {args}"));

@@ -140,7 +140,9 @@ pub(crate) async fn wait_for_servers(pack: &Arc<dyn Pack>, only: Option<&str>, w
 /// The listing's optional arguments, without the ones not given.
 fn without_nulls(args: Value) -> Value {
     match args {
-        Value::Object(map) => Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
+        }
         other => other,
     }
 }

@@ -153,7 +153,12 @@ mod tests {
     #[test]
     fn debug_shows_no_configuration() {
         let mut packs = Packs::new();
-        packs.insert("test/echo", "echo", serde_json::json!("hunter2"), EchoFactory);
+        packs.insert(
+            "test/echo",
+            "echo",
+            serde_json::json!("hunter2"),
+            EchoFactory,
+        );
         let shown = format!("{packs:?}");
         assert!(shown.contains("test/echo"));
         assert!(!shown.contains("hunter2"));
