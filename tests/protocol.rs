@@ -148,8 +148,7 @@ async fn a_404_restarts_the_session_once_and_never_loops() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_404_without_a_session_is_not_a_restart() {
-    let server =
-        Hostile::start(|_| Script::raw(http("404 Not Found", &[], b"nope"))).await;
+    let server = Hostile::start(|_| Script::raw(http("404 Not Found", &[], b"nope"))).await;
     let pack = support::pack(json!({"s": {"url": server.url}}));
     let entry = support::settled(&pack, "s", SETTLE).await;
     assert_eq!(entry["reason"], "the server answered HTTP 404 Not Found");
@@ -386,4 +385,25 @@ async fn a_body_past_the_cap_fails_without_buffering_it_all() {
     let pack = support::pack(json!({"s": {"url": server.url}}));
     let entry = support::settled(&pack, "s", SETTLE).await;
     assert_eq!(entry["reason"], "the answer is larger than 16777216 bytes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_pack_ends_the_session_with_delete() {
+    let server = Hostile::start(|r: &Request| match r.method.as_str() {
+        "DELETE" => Script::raw(http("405 Method Not Allowed", &[], b"")),
+        _ => mcp(r),
+    })
+    .await;
+    let pack = ready_pack(&server).await;
+    drop(pack);
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    let delete = loop {
+        if let Some(delete) = server.requests().into_iter().find(|r| r.method == "DELETE") {
+            break delete;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no DELETE was sent");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(delete.header("mcp-session-id"), Some("s-1"));
+    assert_eq!(delete.header("x-secret-header"), Some("h-value-123"));
 }
