@@ -109,23 +109,8 @@ fn install(dir: &Path) -> Result<Tools, String> {
     let package = dir.join("node_modules/@modelcontextprotocol/conformance");
     let manifest = package.join("package.json");
     if !(node.is_file() && manifest.is_file()) {
-        fs::create_dir_all(dir)
-            .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
-        eprintln!(
-            "conformance: installing {NODE_PACKAGE} and {SUITE_PACKAGE} into {}",
-            dir.display()
-        );
-        let status = Command::new("npm")
-            .arg("install")
-            .arg("--prefix")
-            .arg(dir)
-            .args(["--no-save", "--no-audit", "--no-fund"])
-            .args([NODE_PACKAGE, SUITE_PACKAGE])
-            .status()
-            .map_err(|error| format!("cannot run npm (is Node.js installed?): {error}"))?;
-        if !status.success() {
-            return Err(format!("npm install failed ({status})"));
-        }
+        let packages = [NODE_PACKAGE.to_owned(), SUITE_PACKAGE.to_owned()];
+        crate::workspace::npm_install(dir, &packages)?;
         if !(node.is_file() && manifest.is_file()) {
             return Err(format!(
                 "npm install succeeded but {} or {} is missing",

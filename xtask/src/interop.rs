@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use runvil_plugin::{Pack, Packs, Services, TOKIO_RUNTIME, ToolError};
+use runvil_plugin::{Pack, ToolError};
 use serde_json::{Value, json};
 
 /// The reference server, pinned.
@@ -103,7 +103,7 @@ fn run(root: &Path) -> Result<Vec<Check>, String> {
         .build()
         .map_err(|error| format!("cannot build the tokio runtime: {error}"))?;
     let checks = runtime.block_on(async {
-        let pack = build_pack(&url)?;
+        let pack = crate::pack_driver::build_pack(NAMESPACE, &url)?;
         let checks = checks(&pack).await;
         // The Pack's DELETE is a task on this runtime; it gets its time before shutdown.
         drop(pack);
@@ -127,22 +127,7 @@ fn install(dir: &Path) -> Result<PathBuf, String> {
     if installed && bin.is_file() {
         return Ok(bin);
     }
-    fs::create_dir_all(dir).map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
-    eprintln!(
-        "interop: installing {SERVER_PACKAGE}@{SERVER_VERSION} into {}",
-        dir.display()
-    );
-    let status = Command::new("npm")
-        .arg("install")
-        .arg("--prefix")
-        .arg(dir)
-        .args(["--no-save", "--no-audit", "--no-fund"])
-        .arg(format!("{SERVER_PACKAGE}@{SERVER_VERSION}"))
-        .status()
-        .map_err(|error| format!("cannot run npm (is Node.js installed?): {error}"))?;
-    if !status.success() {
-        return Err(format!("npm install failed ({status})"));
-    }
+    crate::workspace::npm_install(dir, &[format!("{SERVER_PACKAGE}@{SERVER_VERSION}")])?;
     if !bin.is_file() {
         return Err(format!(
             "npm install succeeded but {} is missing",
@@ -231,17 +216,6 @@ fn forward(stream: impl Read + Send + 'static) {
     });
 }
 
-/// Installs the `mcp` Pack with the server at `url`, on the current runtime.
-fn build_pack(url: &str) -> Result<Arc<dyn Pack>, String> {
-    let mut packs = Packs::new();
-    plugin_mcp::install(&mut packs, &json!({ "mcp": { NAMESPACE: { "url": url } } }));
-    let mut services = Services::new();
-    services.insert(TOKIO_RUNTIME, tokio::runtime::Handle::current());
-    packs
-        .construct("mcp", &services)
-        .map_err(|error| error.to_string())
-}
-
 /// What a converted result must satisfy.
 type Expectation = fn(&str) -> Result<(), String>;
 
@@ -324,7 +298,7 @@ fn contains(text: &str, needle: &str) -> Result<(), String> {
 /// Every check, in order; a failed listing ends the run early.
 async fn checks(pack: &Arc<dyn Pack>) -> Vec<Check> {
     let mut checks = Vec::new();
-    let entry = match settled(pack).await {
+    let entry = match crate::pack_driver::settled(pack, NAMESPACE, READY_WITHIN).await {
         Ok(entry) => entry,
         Err(error) => {
             checks.push(Check::new("listing", false, error));
@@ -417,28 +391,6 @@ fn one_line(text: &str) -> String {
 async fn call(pack: &Arc<dyn Pack>, tool: &str, arguments: Value) -> Result<String, ToolError> {
     let args = json!({"namespace": NAMESPACE, "toolName": tool, "arguments": arguments});
     pack.call("mcp/call_dynamic_tool", args).await
-}
-
-/// Polls the listing until the server is no longer `loading` (or the wait is over).
-async fn settled(pack: &Arc<dyn Pack>) -> Result<Value, String> {
-    let deadline = tokio::time::Instant::now() + READY_WITHIN;
-    loop {
-        let text = pack
-            .call("mcp/get_dynamic_tools", json!({}))
-            .await
-            .map_err(|error| format!("the listing failed: {error}"))?;
-        let listing: Value = serde_json::from_str(&text)
-            .map_err(|error| format!("the listing is not JSON ({error}): {text}"))?;
-        let entry = listing["servers"]
-            .as_array()
-            .and_then(|servers| servers.iter().find(|s| s["namespace"] == NAMESPACE))
-            .cloned()
-            .ok_or_else(|| format!("the listing has no `{NAMESPACE}`: {text}"))?;
-        if entry["status"] != "loading" || tokio::time::Instant::now() >= deadline {
-            return Ok(entry);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[cfg(test)]

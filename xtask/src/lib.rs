@@ -24,5 +24,6 @@ pub mod check;
 pub mod conformance;
 pub mod dependency_policy;
 pub mod interop;
+pub mod pack_driver;
 pub mod public_api_policy;
 pub mod workspace;

@@ -104,3 +104,22 @@ pub fn read_deps_allow(root: &Path) -> Result<String, String> {
     let path = root.join(DEPS_ALLOW_PATH);
     fs::read_to_string(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))
 }
+
+/// Installs npm `packages` into `dir` (created if needed) without touching any lock file.
+pub fn npm_install(dir: &Path, packages: &[String]) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
+    eprintln!("installing {} into {}", packages.join(" "), dir.display());
+    let status = Command::new("npm")
+        .arg("install")
+        .arg("--prefix")
+        .arg(dir)
+        .args(["--no-save", "--no-audit", "--no-fund"])
+        .args(packages)
+        .status()
+        .map_err(|error| format!("cannot run npm (is Node.js installed?): {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("npm install failed ({status})"))
+    }
+}

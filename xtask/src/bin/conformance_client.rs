@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{Pack, Packs, Services, TOKIO_RUNTIME};
+use build_xtask::pack_driver::{build_pack, settled};
+use runvil_plugin::Pack;
 use serde_json::{Value, json};
 
 /// The namespace the server is configured under.
@@ -39,7 +40,7 @@ fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
-        let pack = build_pack(&url)?;
+        let pack = build_pack(NAMESPACE, &url)?;
         let outcome = run(&pack, &scenario).await;
         // Dropping the Pack ends its session with a DELETE, sent by a task it spawns on this
         // runtime. Shutting the runtime down would cancel that task at once (a shutdown
@@ -58,20 +59,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// Installs the `mcp` Pack with one server, `server`, at `url`, on the current runtime.
-fn build_pack(url: &str) -> Result<Arc<dyn Pack>, String> {
-    let mut packs = Packs::new();
-    plugin_mcp::install(&mut packs, &json!({ "mcp": { NAMESPACE: { "url": url } } }));
-    let mut services = Services::new();
-    services.insert(TOKIO_RUNTIME, tokio::runtime::Handle::current());
-    packs
-        .construct("mcp", &services)
-        .map_err(|error| error.to_string())
-}
-
 /// Waits for the server, then does what `scenario` expects.
 async fn run(pack: &Arc<dyn Pack>, scenario: &str) -> Result<(), String> {
-    let entry = settled(pack).await?;
+    let entry = settled(pack, NAMESPACE, READY_WITHIN).await?;
     match entry["status"].as_str() {
         Some("ready") => {}
         Some("error") => {
@@ -109,27 +99,4 @@ async fn call(pack: &Arc<dyn Pack>, tool: &str, arguments: Value) -> Result<(), 
         .map_err(|error| format!("{tool}: {error}"))?;
     println!("{text}");
     Ok(())
-}
-
-/// Polls the listing until the server is no longer `loading` (or the wait is over) and returns
-/// its entry.
-async fn settled(pack: &Arc<dyn Pack>) -> Result<Value, String> {
-    let deadline = tokio::time::Instant::now() + READY_WITHIN;
-    loop {
-        let text = pack
-            .call("mcp/get_dynamic_tools", json!({}))
-            .await
-            .map_err(|error| format!("the listing failed: {error}"))?;
-        let listing: Value = serde_json::from_str(&text)
-            .map_err(|error| format!("the listing is not JSON ({error}): {text}"))?;
-        let entry = listing["servers"]
-            .as_array()
-            .and_then(|servers| servers.iter().find(|s| s["namespace"] == NAMESPACE))
-            .cloned()
-            .ok_or_else(|| format!("the listing has no `{NAMESPACE}`: {text}"))?;
-        if entry["status"] != "loading" || tokio::time::Instant::now() >= deadline {
-            return Ok(entry);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
