@@ -194,3 +194,6 @@ fn expand(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod proptests;

@@ -12,10 +12,10 @@ use reqwest::Client;
 use tokio::runtime::Handle;
 
 use crate::config::ServerSpec;
-use crate::envelope::{self, ToolSet};
+use crate::envelope::{self, ToolSet, clean_text, log_safe};
 use crate::policy::{START_ATTEMPT_DEADLINE, retry_delay};
 use crate::secret::Scrubber;
-use crate::session::{Session, SharedSession};
+use crate::session::{Session, SessionError, SharedSession};
 use crate::transport::{self, Transport, TransportError};
 
 /// Where a server stands.
@@ -76,13 +76,18 @@ pub(crate) fn spawn(
     let task_runtime = runtime.clone();
     runtime.spawn(async move {
         let attempt = || start(&task_runtime, &spec, &client);
+        let name = log_safe(&server.name);
         let on_failure = |reason: String| {
-            let reason = scrubber.clean(&reason);
-            tracing::warn!(server = %server.name.escape_default(), %reason, "server did not start");
+            let reason = scrubber.clean(&clean_text(&reason));
+            tracing::warn!(server = %name, reason = %log_safe(&reason), "server did not start");
             server.set(Status::Error(reason));
         };
         let ready = retry_until_ready(attempt, on_failure).await;
-        tracing::info!(server = %server.name.escape_default(), tools = ready.tools.tools.len(), "server ready");
+        for dropped in &ready.tools.rejected {
+            let tool = log_safe(&scrubber.clean(&dropped.name));
+            tracing::warn!(server = %name, %tool, reason = %dropped.reason, "tool dropped");
+        }
+        tracing::info!(server = %name, tools = ready.tools.tools.len(), "server ready");
         server.set(Status::Ready(ready));
     })
 }
@@ -99,8 +104,14 @@ async fn start(
         .map_err(|e| e.to_string())?;
     let transport = Transport::new(client, spec).map_err(|e| e.to_string())?;
     let session = Arc::new(Session::new(transport, runtime.clone()));
-    session.initialize().await.map_err(|e| e.to_string())?;
-    let pages = session.list_tools().await.map_err(|e| e.to_string())?;
+    session
+        .initialize()
+        .await
+        .map_err(SessionError::into_text)?;
+    let pages = session
+        .list_tools()
+        .await
+        .map_err(SessionError::into_text)?;
     let tools = Arc::new(envelope::check_tools(pages));
     Ok(Ready { session, tools })
 }

@@ -193,11 +193,8 @@ fn compile(schema: &Value) -> Option<Validator> {
     // A compiler bug must not take the Host down with it.
     match catch_unwind(AssertUnwindSafe(build)) {
         Ok(Ok(validator)) => Some(validator),
-        Ok(Err(e)) => {
-            tracing::debug!(error = %clean_text(&e.masked().to_string()), "a schema did not compile");
-            None
-        }
-        Err(_) => None,
+        // The compiler's message may quote the schema, which is server text: not logged.
+        Ok(Err(_)) | Err(_) => None,
     }
 }
 
@@ -209,7 +206,7 @@ impl CheckedTool {
             .input_validator
             .get_or_init(|| compile(&self.input_schema))
         else {
-            tracing::debug!(tool = %self.name.escape_default(), "sending arguments unchecked: the input schema did not compile");
+            tracing::debug!(tool = %log_safe(&self.name), "sending arguments unchecked: the input schema did not compile");
             return Ok(());
         };
         let violations: Vec<String> = validator
@@ -267,7 +264,12 @@ pub(crate) enum Outcome {
 pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Outcome {
     let result = result.0;
     let blocks = result.get("content").and_then(Value::as_array);
-    let pieces: Vec<String> = blocks.into_iter().flatten().map(block_text).collect();
+    // Each piece is cleaned on its own, so an escape left open in one cannot swallow the next.
+    let pieces: Vec<String> = blocks
+        .into_iter()
+        .flatten()
+        .map(|block| clean_text(&block_text(block)))
+        .collect();
     let structured = result.get("structuredContent");
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
     if let (false, Some(structured)) = (is_error, structured)
@@ -276,10 +278,10 @@ pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Ou
         return Outcome::ToolFailed(why);
     }
     let text = match (pieces.is_empty(), structured) {
-        (true, Some(structured)) => structured.to_string(),
+        (true, Some(structured)) => clean_text(&structured.to_string()),
         _ => pieces.join("\n\n"),
     };
-    let text = truncate(clean_text(&text), MAX_RESULT_CHARS);
+    let text = truncate(text, MAX_RESULT_CHARS);
     if is_error {
         Outcome::ToolFailed(text)
     } else {
@@ -382,6 +384,21 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
     }
 }
 
+/// Text for a log line: every control and invisible character escaped, newlines included.
+/// tracing writes field values as they are, so a server could otherwise move the cursor,
+/// retitle the terminal or forge a line in the Host's logs.
+pub(crate) fn log_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() || is_invisible(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A copy of a schema with every key and string cleaned, for a model to read.
 fn clean_value(value: &Value) -> Value {
     match value {
@@ -398,3 +415,6 @@ fn clean_value(value: &Value) -> Value {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod proptests;

@@ -76,7 +76,7 @@ impl PackFactory for Factory {
         for (name, entry) in entries {
             match entry {
                 Entry::Refused(refusal) => {
-                    tracing::warn!(server = %name.escape_default(), reason = %refusal, "server entry refused");
+                    tracing::warn!(server = %envelope::log_safe(&name), reason = %refusal, "server entry refused");
                     servers.push(Arc::new(Server::new(
                         name,
                         Status::Error(refusal.to_string()),

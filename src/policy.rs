@@ -42,12 +42,13 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// never allowed to keep a task alive for long after the Pack is gone.
 pub(crate) const FAREWELL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The largest HTTP response body read, JSON or SSE. At least 8 MiB so one `tools/list` page
-/// can carry a large but legitimate catalog; past it the operation fails and nothing more is
-/// buffered.
+/// The largest JSON response body. At least 8 MiB so one `tools/list` page can carry a large
+/// but legitimate catalog; past it the operation fails and nothing more is buffered.
 pub(crate) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The largest single SSE event (its data lines together, or one line).
+/// The largest single SSE event (its data lines together, or one line). An SSE answer is read
+/// event by event, so this bounds its memory however long the stream runs; a `tools/list`
+/// page sent as one event has the same room as a JSON body.
 pub(crate) const MAX_SSE_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// The wait before resuming an SSE stream whose server sent no `retry` field.

@@ -54,6 +54,15 @@ impl Scrubber {
         let mut secrets: Vec<Secret> = secrets
             .into_iter()
             .filter(|s| s.expose().chars().count() >= MIN_SCRUBBED_SECRET_CHARS)
+            // Text that leaves the Pack is often JSON, where `"` or `\` in a secret is escaped.
+            .flat_map(|s| {
+                let quoted = serde_json::to_string(s.expose()).unwrap_or_default();
+                let escaped = quoted
+                    .get(1..quoted.len().saturating_sub(1))
+                    .unwrap_or_default();
+                let json_form = (escaped != s.expose()).then(|| Secret::new(escaped.to_owned()));
+                std::iter::once(s).chain(json_form)
+            })
             .collect();
         secrets.sort_by_key(|s| std::cmp::Reverse(s.expose().len()));
         secrets.dedup_by(|a, b| a.expose() == b.expose());
@@ -98,6 +107,13 @@ mod tests {
         assert_eq!(scrubber.scrub(text), "got [redacted] and [redacted]");
         assert!(matches!(scrubber.scrub("clean"), Cow::Borrowed("clean")));
         assert_eq!(format!("{scrubber:?}"), "Scrubber(2 secrets)");
+    }
+
+    #[test]
+    fn scrubs_the_json_escaped_form_too() {
+        let scrubber = Scrubber::new([Secret::new("pa\"ss\\word".into())]);
+        let json = serde_json::json!({"echo": "pa\"ss\\word"}).to_string();
+        assert_eq!(scrubber.scrub(&json), "{\"echo\":\"[redacted]\"}");
     }
 
     #[test]

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
 
-use crate::envelope::Untrusted;
+use crate::envelope::{self, Untrusted};
 use crate::policy::{
     ACCEPTED_PROTOCOL_VERSIONS, FAREWELL_TIMEOUT, MAX_IDLE_RESUMPTIONS, MAX_TOOL_PAGES,
     PROTOCOL_VERSION, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY,
@@ -32,6 +33,7 @@ pub(crate) struct Session {
     state: Mutex<State>,
     /// Held while re-initializing, so concurrent requests that all got 404 start over once.
     restart: tokio::sync::Mutex<()>,
+    farewells: Farewells,
 }
 
 #[derive(Clone, Default)]
@@ -55,6 +57,7 @@ impl Session {
             next_id: AtomicU64::new(0),
             state: Mutex::new(State::default()),
             restart: tokio::sync::Mutex::new(()),
+            farewells: Farewells::default(),
         }
     }
 
@@ -132,14 +135,24 @@ impl Session {
             .await
     }
 
-    /// Ends the session with DELETE, in the background, within the farewell timeout.
+    /// Ends the session with DELETE, in the background, after any cancellation still being
+    /// sent, each within the farewell timeout.
     pub(crate) fn close(&self) {
         let headers = self.state().headers;
         if headers.session_id.is_none() {
             return;
         }
         let transport = self.transport.clone();
+        let farewells = std::mem::take(
+            &mut *self
+                .farewells
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         self.runtime.spawn(async move {
+            for cancel in farewells {
+                let _ = tokio::time::timeout(FAREWELL_TIMEOUT, cancel).await;
+            }
             let _ = tokio::time::timeout(FAREWELL_TIMEOUT, transport.delete(&headers)).await;
         });
     }
@@ -311,10 +324,14 @@ fn to_bytes(message: &Value) -> Vec<u8> {
     serde_json::to_vec(message).unwrap_or_default()
 }
 
+/// The `notifications/cancelled` still being sent, so ending the session can wait for them:
+/// a DELETE that overtook one would leave the server nothing to cancel against.
+type Farewells = Arc<Mutex<Vec<JoinHandle<()>>>>;
+
 /// A request on the wire. Dropped before its answer (the caller gave up, or its deadline
 /// passed), it tells the server with `notifications/cancelled`.
 struct Pending {
-    farewell: Option<(Transport, SessionHeaders, Handle, u64)>,
+    farewell: Option<(Transport, SessionHeaders, Handle, Farewells, u64)>,
 }
 
 impl Pending {
@@ -323,6 +340,7 @@ impl Pending {
             session.transport.clone(),
             headers.clone(),
             session.runtime.clone(),
+            Arc::clone(&session.farewells),
             id,
         );
         Self {
@@ -337,7 +355,7 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        let Some((transport, headers, runtime, id)) = self.farewell.take() else {
+        let Some((transport, headers, runtime, farewells, id)) = self.farewell.take() else {
             return;
         };
         let cancelled = json!({
@@ -345,10 +363,14 @@ impl Drop for Pending {
             "method": "notifications/cancelled",
             "params": {"requestId": id, "reason": "the client abandoned the request"},
         });
-        runtime.spawn(async move {
+        let task = runtime.spawn(async move {
             let sent = transport.send(to_bytes(&cancelled), &headers);
             let _ = tokio::time::timeout(FAREWELL_TIMEOUT, sent).await;
         });
+        let mut farewells = farewells.lock().unwrap_or_else(PoisonError::into_inner);
+        // Only those still under way are kept, so the list is as long as the cancels in flight.
+        farewells.retain(|task| !task.is_finished());
+        farewells.push(task);
     }
 }
 
@@ -366,6 +388,16 @@ pub(crate) enum SessionError {
     Version,
     /// The answer broke the protocol.
     Protocol(String),
+}
+
+impl SessionError {
+    /// The error as text a model may read: a server's own message passes the envelope.
+    pub(crate) fn into_text(self) -> String {
+        match self {
+            Self::Rpc { code, message } => envelope::rpc_error_text(code, message),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl From<TransportError> for SessionError {

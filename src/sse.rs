@@ -79,6 +79,10 @@ impl SseParser {
 
     /// Parses `chunk`, appending each complete event to `out`.
     pub(crate) fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<Event>) -> Result<(), SseError> {
+        // An empty chunk (an empty HTTP/2 DATA frame) must not end a CR's wait for its LF.
+        if chunk.is_empty() {
+            return Ok(());
+        }
         if self.at_start {
             // The BOM may itself be split across chunks; wait until three bytes are known.
             self.line.extend_from_slice(chunk);
@@ -265,3 +269,6 @@ mod tests {
         assert_eq!(parser.retry(), Some(Duration::from_millis(u64::MAX)));
     }
 }
+
+#[cfg(test)]
+mod proptests;

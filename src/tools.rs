@@ -340,13 +340,12 @@ fn tool_json(tool: &CheckedTool) -> Value {
     json!({"name": tool.name, "description": tool.description, "inputSchema": tool.shown_schema})
 }
 
+/// A JSON-RPC error is the server's answer (backend); anything else kept the answer from
+/// arriving (transport).
 fn session_error(e: SessionError) -> ToolError {
     match e {
-        SessionError::Rpc { code, message } => {
-            ToolError::Backend(envelope::rpc_error_text(code, message))
-        }
-        SessionError::Transport(e) => ToolError::Transport(e.to_string()),
-        other => ToolError::Transport(other.to_string()),
+        SessionError::Rpc { .. } => ToolError::Backend(e.into_text()),
+        other => ToolError::Transport(other.into_text()),
     }
 }
 

@@ -6,14 +6,28 @@
 //! uses no proxy from the environment and asks for no compressed encoding, so a configured
 //! header reaches only the configured server and a response's size is its size on the wire.
 //! Nothing here prints the URL: reqwest's errors are stripped of it before they are shown.
+//!
+//! # Connections: keep-alive, unless the server stalls on it
+//!
+//! Requests reuse pooled keep-alive connections: on loopback a new connection per call costs
+//! about 1.4x the latency and half the throughput (`cargo run --release -p build-xtask --
+//! bench`, BENCHMARKS.md). But a server that leaves Nagle's algorithm on (rmcp's default
+//! under `axum::serve`, and many others) writes an SSE answer in two pieces, the headers with
+//! a priming event and then the message; on a connection that just carried a request and an
+//! answer, Linux delays the client's ACK of the first piece (delayed ACK in "pingpong" mode),
+//! and Nagle holds the second piece until that ACK: about 40 ms per call. A new connection
+//! starts in quick-ACK mode and never stalls. reqwest offers no hook to set `TCP_QUICKACK` on
+//! its sockets, so each server gets a [`Route`]: its SSE answers are timed, and a server whose
+//! answers on reused connections keep stalling while answers on new connections do not is
+//! sent every later request on a new connection.
 
 use std::error::Error as _;
 use std::fmt;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Client, Response, StatusCode, Url};
+use reqwest::{Client, ClientBuilder, Response, StatusCode, Url};
 
 use crate::config::ServerSpec;
 use crate::policy::{
@@ -28,8 +42,21 @@ const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, tex
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// The shared HTTP client every server's transport uses: one connection pool for the Pack.
-pub(crate) fn http_client() -> Result<Client, TransportError> {
+/// An answer whose first event comes this long after its headers, on a reused connection,
+/// may have met the delayed-ACK stall (Linux delays an ACK by 40 ms at least, 200 ms at
+/// most; other systems up to 500 ms). Shorter is a normal answer; longer is a slow tool.
+const STALL_MIN: Duration = Duration::from_millis(30);
+const STALL_MAX: Duration = Duration::from_millis(500);
+/// A stall counts as evidence when the next answer, on a new connection, takes at most this
+/// fraction of the stalled answer's time: the stall was the connection's, not the server's.
+const PROBE_FRACTION: u32 = 4;
+/// Stalls in a row, each confirmed by a quick answer on a new connection, that move a server
+/// to a new connection per request. Two, so one slow answer followed by a fast one cannot.
+const STALLS_TO_SWITCH: u8 = 2;
+
+/// The settings of every HTTP client of the Pack: no redirect, no proxy, no compression
+/// (reqwest's decompression features are off), a connect timeout.
+fn client_builder() -> ClientBuilder {
     Client::builder()
         .redirect(redirect_policy())
         .referer(false)
@@ -37,8 +64,24 @@ pub(crate) fn http_client() -> Result<Client, TransportError> {
         .connect_timeout(CONNECT_TIMEOUT)
         .tcp_nodelay(true)
         .user_agent(concat!("plugin_mcp/", env!("CARGO_PKG_VERSION")))
+}
+
+/// The shared HTTP client every server's transport uses: one connection pool for the Pack.
+pub(crate) fn http_client() -> Result<Client, TransportError> {
+    client_builder()
         .build()
         .map_err(|e| TransportError::Send(describe(e)))
+}
+
+/// A client with the same settings that keeps no idle connection, so every request opens
+/// its own: for servers that stall on reused connections (see the module's documentation).
+/// Built once per process on first need, because building a client reads the trust store; it
+/// holds no connection and no per-server state, so sharing it shares nothing between Packs.
+fn fresh_client() -> Option<&'static Client> {
+    static FRESH: OnceLock<Option<Client>> = OnceLock::new();
+    FRESH
+        .get_or_init(|| client_builder().pool_max_idle_per_host(0).build().ok())
+        .as_ref()
 }
 
 /// What a request carries besides the configured headers, once a session exists.
@@ -71,6 +114,88 @@ pub(crate) struct Transport {
 struct Endpoint {
     url: Url,
     headers: HeaderMap,
+    route: Route,
+}
+
+/// Which connection a POST takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// A pooled keep-alive connection (the default).
+    Pooled,
+    /// A new connection, to test whether a stall of this long (request to first event) on a
+    /// pooled one was the connection's doing.
+    Probe(Duration),
+    /// A new connection, for a server that stalls on reused ones.
+    Fresh,
+}
+
+/// One server's choice between pooled and new connections, learned from its SSE answers.
+#[derive(Default)]
+struct Route {
+    state: Mutex<RouteState>,
+}
+
+#[derive(Default)]
+struct RouteState {
+    /// Every request takes a new connection; once set, for the life of the transport.
+    fresh: bool,
+    /// A pooled answer stalled this long; the next POST probes a new connection.
+    stalled: Option<Duration>,
+    /// Stalls in a row confirmed by a probe.
+    confirmed: u8,
+}
+
+impl Route {
+    fn state(&self) -> std::sync::MutexGuard<'_, RouteState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn choose(&self) -> Via {
+        let mut state = self.state();
+        if state.fresh {
+            return Via::Fresh;
+        }
+        // Taken by one request; if it never reports, the next stall asks again.
+        match state.stalled.take() {
+            Some(stalled) => Via::Probe(stalled),
+            None => Via::Pooled,
+        }
+    }
+
+    /// Learns from one SSE answer: `gap` from its headers to its first event, `total` from
+    /// the request to its first event.
+    fn observe(&self, via: Via, gap: Duration, total: Duration) {
+        let mut state = self.state();
+        let stalled = (STALL_MIN..=STALL_MAX).contains(&gap);
+        match via {
+            Via::Pooled if stalled => state.stalled = Some(total),
+            Via::Pooled => {
+                // A reused connection answered without stalling: keep pooling.
+                state.stalled = None;
+                state.confirmed = 0;
+            }
+            Via::Probe(before) if !stalled && total <= before / PROBE_FRACTION => {
+                state.confirmed = state.confirmed.saturating_add(1);
+                if state.confirmed >= STALLS_TO_SWITCH {
+                    state.fresh = true;
+                    tracing::debug!(
+                        "the server stalls on reused connections (Nagle with delayed ACK): \
+                         a new connection per request from now on"
+                    );
+                }
+            }
+            Via::Probe(_) => state.confirmed = 0,
+            Via::Fresh => {}
+        }
+    }
+}
+
+/// When a POST went out and its headers came back, to time its first event.
+struct Timing {
+    endpoint: Arc<Endpoint>,
+    via: Via,
+    sent: Instant,
+    headers: Instant,
 }
 
 impl fmt::Debug for Transport {
@@ -104,7 +229,11 @@ impl Transport {
         let headers = spec.headers.iter().cloned().collect();
         Ok(Self {
             client,
-            endpoint: Arc::new(Endpoint { url, headers }),
+            endpoint: Arc::new(Endpoint {
+                url,
+                headers,
+                route: Route::default(),
+            }),
         })
     }
 
@@ -130,16 +259,31 @@ impl Transport {
     ) -> Result<Posted, TransportError> {
         let mut headers = self.headers(session, ACCEPT_BOTH);
         headers.insert(header::CONTENT_TYPE, JSON);
-        let request = self
-            .client
+        let via = self.endpoint.route.choose();
+        let client = match via {
+            Via::Pooled => &self.client,
+            // Without a second client (it could not be built), pooling stays: slower on a
+            // stalling server, never wrong.
+            Via::Probe(_) | Via::Fresh => fresh_client().unwrap_or(&self.client),
+        };
+        let request = client
             .post(self.endpoint.url.clone())
             .headers(headers)
             .body(body);
+        let sent = Instant::now();
         let response = checked(request.send().await)?;
         let session_id = session_id_of(&response)?;
         let reply = match content_type(&response).as_deref() {
             Some("application/json") => Reply::Json(read_capped(response).await?),
-            Some("text/event-stream") => Reply::Stream(Box::new(EventStream::new(response))),
+            Some("text/event-stream") => {
+                let timing = Timing {
+                    endpoint: Arc::clone(&self.endpoint),
+                    via,
+                    sent,
+                    headers: Instant::now(),
+                };
+                Reply::Stream(Box::new(EventStream::new(response, Some(timing))))
+            }
             _ if response.status() == StatusCode::ACCEPTED => Reply::Empty,
             other => {
                 let kind = other.unwrap_or("none").to_owned();
@@ -179,7 +323,7 @@ impl Transport {
         let request = self.client.get(self.endpoint.url.clone()).headers(headers);
         let response = checked(request.send().await)?;
         match content_type(&response).as_deref() {
-            Some("text/event-stream") => Ok(EventStream::new(response)),
+            Some("text/event-stream") => Ok(EventStream::new(response, None)),
             other => Err(TransportError::ContentType(
                 other.unwrap_or("none").to_owned(),
             )),
@@ -255,23 +399,24 @@ fn body_error(e: reqwest::Error) -> TransportError {
     TransportError::Body(describe(e))
 }
 
-/// An SSE answer, read event by event with the same caps as a JSON body.
+/// An SSE answer, read event by event, each event capped.
 pub(crate) struct EventStream {
     response: Response,
     parser: SseParser,
     ready: std::collections::VecDeque<Event>,
     scratch: Vec<Event>,
-    read: usize,
+    /// Until the first event: when the POST went out, for its server's [`Route`].
+    timing: Option<Timing>,
 }
 
 impl EventStream {
-    fn new(response: Response) -> Self {
+    fn new(response: Response, timing: Option<Timing>) -> Self {
         Self {
             response,
             parser: SseParser::new(MAX_SSE_EVENT_BYTES),
             ready: Default::default(),
             scratch: Vec::new(),
-            read: 0,
+            timing,
         }
     }
 
@@ -279,17 +424,21 @@ impl EventStream {
     pub(crate) async fn next(&mut self) -> Result<Option<String>, TransportError> {
         loop {
             if let Some(event) = self.ready.pop_front() {
+                if let Some(timing) = self.timing.take() {
+                    let now = Instant::now();
+                    timing.endpoint.route.observe(
+                        timing.via,
+                        now - timing.headers,
+                        now - timing.sent,
+                    );
+                }
                 return Ok(Some(event.data));
             }
             let Some(chunk) = self.response.chunk().await.map_err(body_error)? else {
                 return Ok(None);
             };
-            self.read += chunk.len();
-            if self.read > MAX_RESPONSE_BYTES {
-                return Err(TransportError::TooLarge {
-                    limit: MAX_RESPONSE_BYTES,
-                });
-            }
+            // Events are consumed as they come, so the event cap bounds memory; an endless
+            // stream is bounded by the deadline of the operation reading it.
             self.parser
                 .feed(&chunk, &mut self.scratch)
                 .map_err(TransportError::Sse)?;

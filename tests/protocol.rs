@@ -407,3 +407,71 @@ async fn dropping_the_pack_ends_the_session_with_delete() {
     assert_eq!(delete.header("mcp-session-id"), Some("s-1"));
     assert_eq!(delete.header("x-secret-header"), Some("h-value-123"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_rpc_error_at_start_is_a_cleaned_reason() {
+    let server = Hostile::start(|r: &Request| match r.rpc_method() {
+        "initialize" => hostile::json_reply(&json!({"jsonrpc": "2.0", "id": r.body["id"],
+            "error": {"code": -32602, "message": "\u{1b}[1mUnsupported\u{1b}[0m protocol version"}})),
+        _ => mcp(r),
+    })
+    .await;
+    let pack = support::pack(json!({"s": {"url": server.url}}));
+    let entry = support::settled(&pack, "s", SETTLE).await;
+    assert_eq!(
+        entry["reason"],
+        "the server answered with error -32602: Unsupported protocol version"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_call_is_cancelled_before_the_session_ends() {
+    let server = Hostile::start(|r: &Request| match r.rpc_method() {
+        "tools/call" => Script {
+            steps: vec![Step::Stall],
+            keep_alive: true,
+        },
+        _ => mcp(r),
+    })
+    .await;
+    let pack = ready_pack(&server).await;
+    let call = support::call(&pack, "s", "echo", json!({"text": "never"}));
+    let sent = async {
+        while server.calls_of("tools/call").is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        _ = call => panic!("the call never answers"),
+        () = sent => {}
+    }
+    // The call future is gone; dropping the Pack at once ends the session.
+    drop(pack);
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    while !server.requests().iter().any(|r| r.method == "DELETE") {
+        assert!(tokio::time::Instant::now() < deadline, "no DELETE");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let order: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            if r.method == "POST" {
+                r.rpc_method().to_owned()
+            } else {
+                r.method.clone()
+            }
+        })
+        .collect();
+    let cancelled = order
+        .iter()
+        .position(|m| m == "notifications/cancelled")
+        .expect("cancelled");
+    let deleted = order.iter().position(|m| m == "DELETE").expect("deleted");
+    assert!(cancelled < deleted, "{order:?}");
+    let cancel = &server.calls_of("notifications/cancelled")[0].body;
+    assert_eq!(
+        cancel["params"]["requestId"],
+        server.calls_of("tools/call")[0].body["id"]
+    );
+}

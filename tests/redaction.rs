@@ -147,3 +147,32 @@ async fn no_output_or_log_line_names_a_secret() {
     );
     assert_clean("the log", &logged);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_text_in_log_lines_is_escaped() {
+    let logs = logs();
+    let forged = "evil\u{1b}[2J\n2026-01-01T00:00:00Z  INFO FORGED LOG LINE";
+    let server = Hostile::start(move |r: &hostile::Request| match r.rpc_method() {
+        "tools/list" => hostile::json_reply(&hostile::result_for(
+            r,
+            json!({"tools": [
+                {"name": forged, "inputSchema": {"type": "object"}},
+            ]}),
+        )),
+        _ => hostile::mcp(r),
+    })
+    .await;
+    let pack = support::pack(json!({"logs": {"url": server.url}}));
+    support::wait_for(&pack, "logs", "ready", Duration::from_secs(10)).await;
+    let logged = String::from_utf8_lossy(&logs.0.lock().expect("log")).into_owned();
+    assert!(logged.contains("tool dropped"), "the rejection is logged");
+    assert!(
+        logged.contains("evil\\u{1b}[2J\\n"),
+        "the name is escaped: {logged}"
+    );
+    assert!(!logged.contains('\u{1b}'), "a raw escape reached the log");
+    assert!(
+        !logged.lines().any(|l| l.starts_with("2026-01-01")),
+        "a forged line reached the log"
+    );
+}

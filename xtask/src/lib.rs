@@ -20,6 +20,10 @@
 //! Later subcommands (conformance, interop, benchmarks, audit) get their own modules here and
 //! a row in the dispatcher in `main.rs`.
 
+pub mod advisories;
+pub mod audit;
+pub mod audit_table;
+pub mod bench;
 pub mod check;
 pub mod conformance;
 pub mod dependency_policy;

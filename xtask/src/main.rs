@@ -33,6 +33,21 @@ const SUBCOMMANDS: &[Subcommand] = &[
         about: "drive the Pack against the reference server @modelcontextprotocol/server-everything",
         run: build_xtask::interop::command,
     },
+    Subcommand {
+        name: "bench",
+        about: "benchmark the Pack against raw reqwest and rmcp's client (use --release)",
+        run: build_xtask::bench::command,
+    },
+    Subcommand {
+        name: "audit",
+        about: "write audit/dependencies.md, plugin_mcp's crates with version, license and reason (--check: only compare)",
+        run: build_xtask::audit::command,
+    },
+    Subcommand {
+        name: "advisories",
+        about: "check Cargo.lock offline against ../shared/advisory-db with cargo-audit (--db-source <dir>)",
+        run: build_xtask::advisories::command,
+    },
 ];
 
 fn main() -> ExitCode {

@@ -1,17 +1,30 @@
-//! The command line: what `runvil` accepts, and the help that documents it.
+//! The command line: what `runvil` accepts, and the help that documents it. Every option
+//! belongs to the commands it means something to, so `runvil demo --config x` is an error
+//! rather than a silently ignored flag.
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
+Configuration:
+  The config is the first of: --config PATH, $RUNVIL_MCP_CONFIG, ./mcp.json,
+  ./.cursor/mcp.json, ~/.cursor/mcp.json. Its mcpServers object (or VS Code's servers)
+  names the remote MCP servers; `runvil check` shows which file it read.
+
 Exit codes:
   0    success
-  1    anything else (a missing or unreadable config, an unavailable Pack)
-  2    invalid: the tool call was wrong (unknown namespace or tool, bad arguments, server not ready)
+  1    anything else (no config, an unreadable config, a refused entry in `check`)
+  2    invalid: the command line or the tool call was wrong (unknown namespace or tool, bad
+       arguments, server not ready)
   3    backend: the server answered with an error
   4    transport: the server could not be reached or did not answer in time
-  130  interrupted (Ctrl-C); a call in flight is cancelled on the server first
+  130  interrupted (Ctrl-C)
+
+Signals:
+  Ctrl-C (SIGINT) stops any command with exit code 130. During `runvil call` the call in
+  flight is dropped, and its server is sent notifications/cancelled before runvil exits.
+  `runvil serve` exits 0 when its client closes stdin.
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
 
@@ -19,14 +32,6 @@ Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see m
 #[derive(Debug, Parser)]
 #[command(name = "runvil", version, after_help = AFTER_HELP)]
 pub(crate) struct Cli {
-    /// The mcp.json to read: its mcpServers object (or VS Code's servers) configures the Pack.
-    #[arg(long, global = true, value_name = "PATH", default_value = "mcp.json")]
-    pub(crate) config: PathBuf,
-
-    /// Seconds to wait for servers to leave `loading` before answering.
-    #[arg(long, global = true, value_name = "SECS", default_value_t = 30)]
-    pub(crate) wait: u64,
-
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -41,6 +46,8 @@ pub(crate) enum Command {
         namespace: Option<String>,
         /// A tool of that server.
         tool: Option<String>,
+        #[command(flatten)]
+        answer: Answer,
     },
     /// Call a tool and print its result text.
     Call {
@@ -51,5 +58,47 @@ pub(crate) enum Command {
         /// The arguments, a JSON object (default {}).
         #[arg(value_name = "ARGS_JSON")]
         args: Option<String>,
+        #[command(flatten)]
+        answer: Answer,
     },
+    /// Serve get_dynamic_tools and call_dynamic_tool as one MCP server on stdio: a gateway
+    /// for Claude Desktop, Cursor, Codex or VS Code over every server of the config.
+    Serve {
+        #[command(flatten)]
+        source: Source,
+    },
+    /// Say whether each server of the config is accepted or refused, and why, without
+    /// connecting to any. Exits 0 when every entry is accepted, 1 otherwise.
+    Check {
+        #[command(flatten)]
+        source: Source,
+    },
+}
+
+/// Where the config comes from.
+#[derive(Debug, Args)]
+pub(crate) struct Source {
+    /// The mcp.json to read [default: the first of $RUNVIL_MCP_CONFIG, ./mcp.json,
+    /// ./.cursor/mcp.json, ~/.cursor/mcp.json]
+    #[arg(long, value_name = "PATH")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+/// How `tools` and `call` wait for servers and print their answer.
+#[derive(Debug, Args)]
+pub(crate) struct Answer {
+    #[command(flatten)]
+    pub(crate) source: Source,
+
+    /// Seconds to wait for servers to leave `loading` before answering.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub(crate) wait: u64,
+
+    /// Pretty-print JSON output (the default when stdout is a terminal).
+    #[arg(long, overrides_with = "compact")]
+    pub(crate) pretty: bool,
+
+    /// Print output exactly as the Pack answers it (the default otherwise).
+    #[arg(long, overrides_with = "pretty")]
+    pub(crate) compact: bool,
 }

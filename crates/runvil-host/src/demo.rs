@@ -17,6 +17,8 @@ use runvil_plugin::Pack;
 use serde_json::{Value, json};
 
 use crate::host::{self, EXIT_OK, EXIT_OTHER};
+use crate::output::Format;
+use crate::progress;
 
 /// How long the `slow` tool takes: long enough to see, short enough for a demo.
 const SLOW: Duration = Duration::from_millis(1500);
@@ -122,7 +124,7 @@ pub(crate) async fn run() -> u8 {
     });
 
     let servers = json!({"demo": {"url": url}});
-    let code = match host::build_pack(servers.clone()) {
+    let code = match host::build_pack(servers.clone(), tokio::runtime::Handle::current()) {
         Ok(pack) => show(&pack, &servers).await,
         Err(e) => {
             eprintln!("runvil: {e}");
@@ -158,15 +160,13 @@ async fn show(pack: &Arc<dyn Pack>, servers: &Value) -> u8 {
             json!({"namespace": "demo", "toolName": "add", "arguments": {"a": "two"}}),
         ),
     ];
-    host::say(&format!(
-        "# mcp.json\n{}\n",
-        pretty(&json!({"mcpServers": servers}))
-    ));
-    host::wait_for_servers(pack, None, Duration::from_secs(10)).await;
+    let config = json!({"mcpServers": servers}).to_string();
+    host::say(&format!("# mcp.json\n{}\n", Format::Pretty.render(&config)));
+    progress::wait_for_servers(pack, None, Duration::from_secs(10)).await;
     for (title, tool, args) in steps {
         host::say(&format!("# {title}: {tool} {args}"));
         match pack.call(tool, args).await {
-            Ok(text) => host::say(&format!("{}\n", pretty_if_json(&text))),
+            Ok(text) => host::say(&format!("{}\n", Format::Pretty.render(&text))),
             Err(e) if title.starts_with("a mistake") => host::say(&format!("{e}\n")),
             Err(e) => {
                 eprintln!("runvil: {e}");
@@ -175,15 +175,4 @@ async fn show(pack: &Arc<dyn Pack>, servers: &Value) -> u8 {
         }
     }
     EXIT_OK
-}
-
-fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-}
-
-fn pretty_if_json(text: &str) -> String {
-    match serde_json::from_str::<Value>(text) {
-        Ok(value) if value.is_object() => pretty(&value),
-        _ => text.to_owned(),
-    }
 }

@@ -1,156 +1,121 @@
-//! Runs one command: reads the config, installs the Plugin, builds the Pack, waits for its
-//! servers, and calls one of its two tools.
+//! `runvil tools` and `runvil call`, and what every command shares: installing the Plugin
+//! through the contract, exit codes, and the one way results reach stdout.
 
-use std::io::Write;
-use std::path::Path;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
 use runvil_plugin::{Pack, Packs, Services, TOKIO_RUNTIME, ToolError};
 use serde_json::{Value, json};
+use tokio::runtime::Handle;
 
-use crate::cli::{Cli, Command};
+use crate::cli::Answer;
+use crate::output::Format;
+use crate::{discovery, progress};
 
 pub(crate) const EXIT_OK: u8 = 0;
 pub(crate) const EXIT_OTHER: u8 = 1;
 const EXIT_INVALID: u8 = 2;
 const EXIT_BACKEND: u8 = 3;
 const EXIT_TRANSPORT: u8 = 4;
-const EXIT_INTERRUPTED: u8 = 130;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// How long farewell messages get to leave before the process exits.
 pub(crate) const FAREWELL_GRACE: Duration = Duration::from_millis(200);
 
-/// How often the wait for servers looks at their status.
-const POLL: Duration = Duration::from_millis(50);
-
-/// Logs to stderr, filtered by RUST_LOG (warnings by default), so stdout carries only results.
-pub(crate) fn init_logging() {
+/// Logs to stderr, filtered by RUST_LOG (else `default`, such as `warn`), so stdout carries
+/// only results; in colour only on a terminal, so a log file holds no escape codes.
+pub(crate) fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(|| progress::LogWriter)
         .init();
 }
 
-pub(crate) async fn run(cli: Cli) -> u8 {
-    if let Command::Demo = cli.command {
-        return crate::demo::run().await;
+/// `runvil tools`: the listing, of every server, one server, or one tool.
+pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answer: &Answer) -> u8 {
+    let mut args = serde_json::Map::new();
+    if let Some(namespace) = &namespace {
+        args.insert("namespace".into(), json!(namespace));
     }
-    let servers = match read_config(&cli.config) {
-        Ok(servers) => servers,
-        Err(e) => {
-            eprintln!("runvil: {e}");
-            return EXIT_OTHER;
+    if let Some(tool) = tool {
+        args.insert("toolName".into(), json!(tool));
+    }
+    let call = ("mcp/get_dynamic_tools", Value::Object(args));
+    respond(answer, call, namespace.as_deref()).await
+}
+
+/// `runvil call`: one tool's result text.
+pub(crate) async fn call(
+    namespace: String,
+    tool: String,
+    args: Option<String>,
+    answer: &Answer,
+) -> u8 {
+    let arguments = match args.as_deref().map(serde_json::from_str::<Value>) {
+        None => json!({}),
+        Some(Ok(arguments)) => arguments,
+        Some(Err(e)) => {
+            eprintln!("runvil: ARGS_JSON is not JSON: {e}");
+            return EXIT_INVALID;
         }
     };
-    let pack = match build_pack(servers) {
+    let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
+    respond(answer, ("mcp/call_dynamic_tool", args), Some(&namespace)).await
+}
+
+/// Builds the Pack of the config, waits for the servers the call needs (`only` one, or all),
+/// makes the call and prints its answer; Ctrl-C at any point drops the call and exits 130.
+async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str>) -> u8 {
+    let pack = match discovery::load(&answer.source)
+        .and_then(|config| build_pack(config.servers, Handle::current()))
+    {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");
             return EXIT_OTHER;
         }
     };
-    let wait = Duration::from_secs(cli.wait);
-    let (tool, args, only) = match cli.command {
-        Command::Tools { namespace, tool } => {
-            let args = json!({"namespace": namespace, "toolName": tool});
-            ("mcp/get_dynamic_tools", args, namespace)
-        }
-        Command::Demo => return EXIT_OTHER, // handled above
-        Command::Call {
-            namespace,
-            tool,
-            args,
-        } => {
-            let arguments = match args.as_deref().map(serde_json::from_str::<Value>) {
-                None => json!({}),
-                Some(Ok(arguments)) => arguments,
-                Some(Err(e)) => {
-                    eprintln!("runvil: ARGS_JSON is not JSON: {e}");
-                    return EXIT_INVALID;
-                }
-            };
-            let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
-            ("mcp/call_dynamic_tool", args, Some(namespace))
-        }
-    };
-    wait_for_servers(&pack, only.as_deref(), wait).await;
+    let format = Format::choose(
+        answer.pretty,
+        answer.compact,
+        std::io::stdout().is_terminal(),
+    );
+    let wait = Duration::from_secs(answer.wait);
     let code = tokio::select! {
-        outcome = pack.call(tool, without_nulls(args)) => finish(outcome),
+        code = async {
+            progress::wait_for_servers(&pack, only, wait).await;
+            finish(pack.call(tool, args).await, format)
+        } => code,
         _ = tokio::signal::ctrl_c() => {
             eprintln!("runvil: interrupted");
             EXIT_INTERRUPTED
         }
     };
-    // Dropping the call told its server to stop; dropping the Pack ends the sessions. Both
-    // are sent by tasks on this runtime, which get a moment before the process exits.
+    // Dropping the call (on Ctrl-C) told its server to stop, and dropping the Pack ends its
+    // sessions (after any such notice): both are sent by tasks on this runtime, which get a
+    // moment before the process exits.
     drop(pack);
     tokio::time::sleep(FAREWELL_GRACE).await;
     code
 }
 
-/// Reads `mcpServers` (or VS Code's `servers`) from the config file.
-fn read_config(path: &Path) -> Result<Value, String> {
-    let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let config: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{shown} is not JSON: {e}"))?;
-    if !config.is_object() {
-        return Err(format!("{shown} is not a JSON object"));
-    }
-    Ok(config
-        .get("mcpServers")
-        .or_else(|| config.get("servers"))
-        .cloned()
-        .unwrap_or(Value::Null))
-}
-
-/// Installs `plugin_mcp` through the contract and builds its Pack on this runtime.
-pub(crate) fn build_pack(servers: Value) -> Result<Arc<dyn Pack>, String> {
+/// Installs `plugin_mcp` through the contract and builds its Pack on `runtime`.
+pub(crate) fn build_pack(servers: Value, runtime: Handle) -> Result<Arc<dyn Pack>, String> {
     let mut packs = Packs::new();
     plugin_mcp::install(&mut packs, &json!({ "mcp": servers }));
     let mut services = Services::new();
-    services.insert(TOKIO_RUNTIME, tokio::runtime::Handle::current());
+    services.insert(TOKIO_RUNTIME, runtime);
     packs.construct("mcp", &services).map_err(|e| e.to_string())
 }
 
-/// Waits until no server (or `only` that one) is `loading`, or `wait` passes.
-pub(crate) async fn wait_for_servers(pack: &Arc<dyn Pack>, only: Option<&str>, wait: Duration) {
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let Ok(text) = pack.call("mcp/get_dynamic_tools", json!({})).await else {
-            return;
-        };
-        let listing: Value = serde_json::from_str(&text).unwrap_or_default();
-        let loading = listing["servers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|s| only.is_none_or(|name| s["namespace"] == name))
-            .any(|s| s["status"] == "loading");
-        if !loading || tokio::time::Instant::now() >= deadline {
-            return;
-        }
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-/// The listing's optional arguments, without the ones not given.
-fn without_nulls(args: Value) -> Value {
-    match args {
-        Value::Object(map) => {
-            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
-        }
-        other => other,
-    }
-}
-
-fn finish(outcome: Result<String, ToolError>) -> u8 {
+fn finish(outcome: Result<String, ToolError>, format: Format) -> u8 {
     match outcome {
         Ok(text) => {
-            say(&text);
+            say(&format.render(&text));
             EXIT_OK
         }
         Err(e) => {

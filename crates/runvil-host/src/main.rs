@@ -1,20 +1,63 @@
 //! `runvil`: a small Host for the `plugin_mcp` Pack. It installs the Plugin through the
 //! contract only, lends it this process's tokio runtime, and offers the Pack's two tools on
-//! the command line.
+//! the command line (`tools`, `call`) and as an MCP server on stdio (`serve`).
+//!
+//! # Layout
+//!
+//! - `cli`: the arguments and the help. `discovery`: which mcp.json is read.
+//! - `host`: `tools` and `call`, and what every command shares (the Pack, exit codes, stdout).
+//! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
+//! - `check`, `serve`, `demo`: one command each.
 
 #![forbid(unsafe_code)]
 
+mod check;
 mod cli;
 mod demo;
+mod discovery;
 mod host;
+mod output;
+mod progress;
+mod serve;
 
+use std::future::Future;
 use std::process::ExitCode;
 
 use clap::Parser;
 
+use crate::cli::Command;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    host::init_logging();
+    // `check`, `tools` and `call` show every server's status and reason themselves, so the
+    // Pack's warnings would say each one twice; under `serve` the log is all a person sees.
+    let default_log = match cli.command {
+        Command::Serve { .. } | Command::Demo => "warn",
+        _ => "error",
+    };
+    host::init_logging(default_log);
+    let code = match cli.command {
+        // No runtime: `check` must not let the Pack's connection tasks run at all.
+        Command::Check { source } => check::run(&source),
+        Command::Demo => block_on(demo::run()),
+        Command::Serve { source } => block_on(serve::run(&source)),
+        Command::Tools {
+            namespace,
+            tool,
+            answer,
+        } => block_on(host::tools(namespace, tool, &answer)),
+        Command::Call {
+            namespace,
+            tool,
+            args,
+            answer,
+        } => block_on(host::call(namespace, tool, args, &answer)),
+    };
+    ExitCode::from(code)
+}
+
+/// Runs a command on the runtime the Pack is lent, and answers its exit code.
+fn block_on(command: impl Future<Output = u8>) -> u8 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -22,8 +65,12 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("runvil: cannot start the async runtime: {e}");
-            return ExitCode::from(host::EXIT_OTHER);
+            return host::EXIT_OTHER;
         }
     };
-    ExitCode::from(runtime.block_on(host::run(cli)))
+    let code = runtime.block_on(command);
+    // The command has given its farewells their time. Waiting longer for what is left (a
+    // blocking read of a terminal's stdin in `serve`) would only delay the exit.
+    runtime.shutdown_background();
+    code
 }

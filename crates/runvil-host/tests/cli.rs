@@ -1,18 +1,14 @@
-//! The `runvil` command, run as a person runs it.
+//! The `runvil` command, run as a person runs it: `demo`, `tools`, `call`, the argument
+//! errors clap reports, and Ctrl-C during a call.
 
-use std::process::{Command, Output};
+mod support;
 
-fn runvil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_runvil"))
-        .args(args)
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("runvil runs")
-}
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use serde_json::{Value, json};
+
+use support::{Backend, Temp, runvil, runvil_command, text};
 
 #[test]
 fn demo_lists_and_calls_a_bundled_server() {
@@ -50,7 +46,7 @@ fn the_example_config_lists_every_entry_with_its_status() {
         .output()
         .expect("runvil runs");
     assert_eq!(out.status.code(), Some(0));
-    let listing: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let listing: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let servers = listing["servers"].as_array().expect("servers");
     let names: Vec<&str> = servers
         .iter()
@@ -89,4 +85,193 @@ fn invalid_calls_exit_2_and_argument_errors_are_clap_s() {
     assert!(text(&out.stderr).contains("the following required arguments were not provided"));
     let out = runvil(&["--help"]);
     assert!(text(&out.stdout).contains("130  interrupted"));
+}
+
+#[test]
+fn argument_errors_are_clap_s_with_exit_2() {
+    let cases: [(&[&str], &str); 6] = [
+        (&[], "Usage: runvil <COMMAND>"),
+        (
+            &["frobnicate"],
+            "error: unrecognized subcommand 'frobnicate'",
+        ),
+        (
+            &["tools", "--wait", "soon"],
+            "error: invalid value 'soon' for '--wait <SECS>'",
+        ),
+        (
+            &["demo", "--config", "x.json"],
+            "error: unexpected argument '--config' found",
+        ),
+        (
+            &["call", "ns"],
+            "the following required arguments were not provided:\n  <TOOL>",
+        ),
+        (
+            &["tools", "a", "b", "c"],
+            "error: unexpected argument 'c' found",
+        ),
+    ];
+    for (args, message) in cases {
+        let out = runvil(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(message),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = runvil(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout),
+        format!("runvil {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let out = runvil(&["--help"]);
+    let help = text(&out.stdout);
+    for line in [
+        "$RUNVIL_MCP_CONFIG",
+        "4    transport",
+        "Ctrl-C (SIGINT)",
+        "RUST_LOG",
+    ] {
+        assert!(help.contains(line), "{line}: {help}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_and_call_reach_a_server_and_say_one_summary_line() {
+    let backend = Backend::start().await;
+    let config = backend.config();
+    let run = |args: &[&str]| {
+        let mut args = args.to_vec();
+        args.extend(["--config", config.arg()]);
+        tokio::process::Command::from(runvil_command(&args)).output()
+    };
+
+    // Piped: compact JSON on one line, and one summary line on stderr.
+    let out = run(&["tools"]).await.expect("runvil runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "{\"servers\":[{\"namespace\":\"backend\",\"status\":\"ready\",\"tools\":[\"echo\",\"fails\",\"slow\"]}]}\n"
+    );
+    assert_eq!(text(&out.stderr), "runvil: 1 server: 1 ready\n");
+
+    let out = run(&["tools", "backend", "echo", "--pretty"])
+        .await
+        .expect("runvil runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("{\n  \"namespace\": \"backend\",\n"),
+        "{stdout}"
+    );
+    let tool: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(tool["tool"]["name"], "echo");
+
+    let out = run(&["call", "backend", "echo", r#"{"text": "hello"}"#])
+        .await
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hello\n");
+
+    // Each kind of failure has its exit code, and its text on stderr.
+    let out = run(&["call", "backend", "echo", "{}"]).await.expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("\"text\" is a required property"));
+    let out = run(&["call", "backend", "echo", "not json"])
+        .await
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("runvil: ARGS_JSON is not JSON"));
+    let out = run(&["call", "backend", "fails"]).await.expect("runs");
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("backend error:"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stderr).contains("the disk is full"));
+}
+
+#[test]
+fn a_server_that_never_answers_is_waited_for_at_most_wait_seconds() {
+    // A port that accepts connections but never answers: the server stays `loading`.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let config = Temp::config(json!({"mute": {"url": url}}));
+    let out = runvil(&[
+        "call",
+        "mute",
+        "anything",
+        "--config",
+        config.arg(),
+        "--wait",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("runvil: 1 server: 1 loading\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("its status is loading"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_call_cancels_it_on_the_server_and_exits_130() {
+    let backend = Backend::start().await;
+    let config = backend.config();
+    let child = tokio::process::Command::from(runvil_command(&[
+        "call",
+        "backend",
+        "slow",
+        "--config",
+        config.arg(),
+    ]))
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("runvil runs");
+    assert!(
+        backend.slow_started(Duration::from_secs(20)).await,
+        "the call never reached the server"
+    );
+    let pid = child.id().expect("a pid").to_string();
+    let killed = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .expect("runvil exits after Ctrl-C")
+        .expect("runvil's output");
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).ends_with("runvil: interrupted\n"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    assert!(
+        backend.slow_cancelled(Duration::from_secs(5)).await,
+        "the server never saw the cancellation"
+    );
+}
+
+#[test]
+fn a_piped_stderr_gets_one_summary_line_and_no_warnings() {
+    let config = Temp::config(
+        json!({"local": {"command": "npx"}, "old": {"type": "sse", "url": "https://example.com/sse"}}),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_runvil"))
+        .args(["tools", "--config", config.arg()])
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("runvil runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stderr), "runvil: 2 servers: 2 error\n");
 }

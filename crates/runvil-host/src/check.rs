@@ -1,0 +1,126 @@
+//! `runvil check`: which config was read, and for each server whether the Pack accepts or
+//! refuses it and why, without any network I/O, so an `mcp.json` can be checked before it is
+//! committed (or in CI, where its servers are out of reach).
+//!
+//! It asks the Pack itself rather than repeating its rules: the Pack parses every entry while
+//! it is built, and its listing answers at once, before any connection. The Pack is built on
+//! a runtime that is never driven, so its connection tasks are dropped without having run: a
+//! valid entry is `loading` at that instant, a refused one `error` with its reason.
+
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use serde_json::{Value, json};
+
+use crate::cli::Source;
+use crate::discovery;
+use crate::host::{self, EXIT_OK, EXIT_OTHER};
+
+/// One entry's verdict.
+#[derive(Debug, PartialEq)]
+struct Verdict {
+    namespace: String,
+    /// `None` when accepted, else the reason it is refused.
+    refused: Option<String>,
+}
+
+/// Runs the check and answers the process's exit code. Needs no runtime: it makes its own
+/// and never runs it.
+pub(crate) fn run(source: &Source) -> u8 {
+    let config = match discovery::load(source) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("runvil: {e}");
+            return EXIT_OTHER;
+        }
+    };
+    host::say(&format!("{} ({})", config.path.display(), config.origin));
+    let verdicts = match verdicts(config.servers) {
+        Ok(verdicts) => verdicts,
+        Err(e) => {
+            eprintln!("runvil: {e}");
+            return EXIT_OTHER;
+        }
+    };
+    if verdicts.is_empty() {
+        // Most likely a typo in `mcpServers`: the Pack would run with nothing to offer.
+        eprintln!("runvil: no servers: the file has no entries in mcpServers (or servers)");
+        return EXIT_OTHER;
+    }
+    let width = verdicts.iter().map(|v| v.namespace.chars().count()).max();
+    let width = width.unwrap_or(0);
+    for verdict in &verdicts {
+        let outcome = match &verdict.refused {
+            None => "accepted".to_owned(),
+            Some(reason) => format!("refused: {reason}"),
+        };
+        host::say(&format!("  {:<width$}  {outcome}", verdict.namespace));
+    }
+    let accepted = verdicts.iter().filter(|v| v.refused.is_none()).count();
+    host::say(&format!("{accepted} of {} accepted", verdicts.len()));
+    if accepted == verdicts.len() {
+        EXIT_OK
+    } else {
+        EXIT_OTHER
+    }
+}
+
+/// Every entry's verdict, as the Pack sees it the instant it is built.
+fn verdicts(servers: Value) -> Result<Vec<Verdict>, String> {
+    // Never driven: tasks spawned on it never run, so no socket is ever opened.
+    let idle = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| format!("cannot make a runtime: {e}"))?;
+    let pack = host::build_pack(servers, idle.handle().clone())?;
+    let listing = pack.call("mcp/get_dynamic_tools", json!({}));
+    // The listing awaits nothing, so one poll answers it; the waker is never needed.
+    let Poll::Ready(answer) = pin!(listing).poll(&mut Context::from_waker(Waker::noop())) else {
+        return Err("the Pack's listing did not answer at once".to_owned());
+    };
+    let listing: Value = serde_json::from_str(&answer.map_err(|e| e.to_string())?)
+        .map_err(|e| format!("the Pack's listing is not JSON: {e}"))?;
+    let string = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+    Ok(listing["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| Verdict {
+            // A config can hold control characters; they are not for a terminal.
+            namespace: string(&s["namespace"]).escape_debug().to_string(),
+            refused: (s["status"] == "error").then(|| string(&s["reason"])),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_entries_are_accepted_and_others_refused_with_the_pack_s_reason() {
+        let servers = json!({
+            "ok": {"url": "http://127.0.0.1:9/mcp"},
+            "local": {"command": "npx"},
+        });
+        let verdicts = verdicts(servers).expect("verdicts");
+        assert_eq!(
+            verdicts,
+            [
+                Verdict {
+                    namespace: "local".to_owned(),
+                    refused: Some("local MCP servers (command) are not supported yet".to_owned()),
+                },
+                Verdict {
+                    namespace: "ok".to_owned(),
+                    refused: None,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_config_that_is_not_an_object_is_the_pack_s_refusal() {
+        let error = verdicts(json!([1])).expect_err("refused");
+        assert!(error.contains("must be an object of servers"), "{error}");
+    }
+}

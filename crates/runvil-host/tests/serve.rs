@@ -1,0 +1,215 @@
+//! `runvil serve` under a real MCP client: rmcp's client spawns it as a child process and
+//! speaks MCP over its stdio, with a real MCP server (rmcp, Streamable HTTP) behind it.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+use support::{Backend, Temp, text};
+
+type Client = RunningService<RoleClient, ()>;
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+async fn call(client: &Client, tool: &'static str, args: Value) -> CallToolResult {
+    let params = CallToolRequestParams::new(tool).with_arguments(object(args));
+    client.call_tool(params).await.expect("tools/call answers")
+}
+
+/// The text of a result's one text block.
+fn only_text(result: &CallToolResult) -> String {
+    assert_eq!(result.content.len(), 1, "{result:?}");
+    let block = result.content[0].as_text().expect("a text block");
+    block.text.clone()
+}
+
+/// The listing through the gateway, once the server behind it has left `loading`.
+async fn ready_listing(client: &Client) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let result = call(client, "get_dynamic_tools", json!({})).await;
+        let listing: Value = serde_json::from_str(&only_text(&result)).expect("JSON");
+        if listing["servers"][0]["status"] != "loading" {
+            return listing;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "still loading");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_client_lists_and_calls_through_the_gateway() {
+    let backend = Backend::start().await;
+    let config = backend.config();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_runvil"));
+    command
+        .args(["serve", "--config", config.arg()])
+        .env("RUST_LOG", "off");
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runvil serve starts");
+    let client = ().serve(transport).await.expect("the MCP handshake");
+
+    let info = client.peer_info().expect("server info");
+    let name = info.server_info.as_ref().map(|i| i.name.as_str());
+    assert_eq!(name, Some("runvil"));
+
+    // Exactly the Pack's two tools, without the `mcp/` prefix, with the Pack's schemas.
+    let tools = client.list_tools(None).await.expect("tools/list").tools;
+    let names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
+    assert_eq!(names, ["get_dynamic_tools", "call_dynamic_tool"]);
+    let call_tool = &tools[1];
+    assert!(
+        call_tool
+            .description
+            .as_deref()
+            .is_some_and(|d| d.contains("get_dynamic_tools first")),
+        "{call_tool:?}"
+    );
+    assert_eq!(
+        call_tool.input_schema.get("required"),
+        Some(&json!(["namespace", "toolName"]))
+    );
+
+    // The listing names the server behind the gateway, and its tools.
+    let listing = ready_listing(&client).await;
+    assert_eq!(
+        listing,
+        json!({"servers": [{"namespace": "backend", "status": "ready", "tools": ["echo", "fails", "slow"]}]})
+    );
+
+    // A call reaches the server behind.
+    let result = call(
+        &client,
+        "call_dynamic_tool",
+        json!({"namespace": "backend", "toolName": "echo", "arguments": {"text": "through"}}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(only_text(&result), "through");
+
+    // A mistake is a result the model reads, with the Pack's text.
+    let result = call(
+        &client,
+        "call_dynamic_tool",
+        json!({"namespace": "backend", "toolName": "echo", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        only_text(&result).contains("\"text\" is a required property"),
+        "{result:?}"
+    );
+    let result = call(
+        &client,
+        "call_dynamic_tool",
+        json!({"namespace": "nope", "toolName": "x"}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        only_text(&result),
+        "unknown namespace \"nope\"; the namespaces are: backend"
+    );
+
+    // So is the server's own tool error.
+    let result = call(
+        &client,
+        "call_dynamic_tool",
+        json!({"namespace": "backend", "toolName": "fails"}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        only_text(&result).contains("the disk is full"),
+        "{result:?}"
+    );
+
+    // A tool the gateway does not have is a protocol error.
+    let params = CallToolRequestParams::new("mcp/get_dynamic_tools");
+    assert!(client.call_tool(params).await.is_err());
+
+    client.cancel().await.expect("closed");
+}
+
+/// Writes one JSON-RPC message as a line.
+fn send(stdin: &mut impl Write, message: Value) {
+    writeln!(stdin, "{message}").expect("written");
+    stdin.flush().expect("flushed");
+}
+
+#[test]
+fn stdout_carries_only_protocol_and_closing_stdin_exits_0() {
+    let config = Temp::config(json!({"local": {"command": "npx"}}));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runvil"))
+        .args(["serve", "--config", config.arg()])
+        // Warnings are on (a refused entry makes one): they must go to stderr.
+        .env("RUST_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runvil serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}),
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "get_dynamic_tools", "arguments": {}}}),
+    );
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        let read = stdout.read_line(&mut line).expect("read");
+        assert!(read > 0, "stdout closed early; got {lines:?}");
+        let message: Value = serde_json::from_str(&line).expect("every stdout line is JSON");
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        let done = message["id"] == 2;
+        lines.push(message);
+        if done {
+            break;
+        }
+    }
+    let answer = lines.last().expect("an answer");
+    let listing = answer["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(
+        listing.contains("local MCP servers (command) are not supported yet"),
+        "{listing}"
+    );
+    drop(stdin);
+    let out = child.wait_with_output().expect("runvil exits");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("runvil: serving MCP on stdio for"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("server entry refused"), "{stderr}");
+}

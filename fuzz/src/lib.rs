@@ -1,0 +1,179 @@
+//! The bodies of plugin_mcp's fuzz targets, one function a target.
+//!
+//! plugin_mcp makes only `install` public, so this crate includes the source files it needs
+//! by path, as modules of the same names, so that their `crate::policy` and `crate::secret`
+//! paths resolve here as they do there. What is fuzzed is the very code that ships.
+//!
+//! Each function takes any bytes, must not panic, and asserts the invariants its code
+//! promises; libFuzzer reports a failed assertion as a crash like any other panic.
+
+#![forbid(unsafe_code)]
+// Each target uses a part of the files it includes.
+#![allow(dead_code)]
+
+#[path = "../../src/config.rs"]
+mod config;
+#[path = "../../src/envelope.rs"]
+mod envelope;
+#[path = "../../src/policy.rs"]
+mod policy;
+#[path = "../../src/secret.rs"]
+mod secret;
+#[path = "../../src/sse.rs"]
+mod sse;
+
+use serde_json::{Value, json};
+
+use crate::config::{Entry, Environment};
+use crate::envelope::{Outcome, Untrusted};
+use crate::secret::{Scrubber, Secret};
+use crate::sse::SseParser;
+
+/// The value of every variable the fake environment sets, and its home directory: text that
+/// no refusal and no Debug may show unless the input itself holds it.
+const VALUE: &str = "Zq9-fuzz-value";
+const HOME: &str = "/home/Zq9-fuzz-home";
+
+/// Sets every variable whose name starts with an uppercase letter from A to M.
+struct FakeEnvironment;
+
+impl Environment for FakeEnvironment {
+    fn var(&self, name: &str) -> Option<String> {
+        name.starts_with(|c: char| c.is_ascii_uppercase() && c <= 'M')
+            .then(|| format!("{VALUE}-{}", name.len()))
+    }
+
+    fn home(&self) -> Option<String> {
+        Some(HOME.to_owned())
+    }
+}
+
+/// Configuration: bytes that are JSON become an `mcpServers` object for `config::parse`.
+/// No refusal and no accepted entry's Debug shows a value of the environment.
+pub fn config(data: &[u8]) {
+    let Ok(config) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let Ok(entries) = config::parse(&config, &FakeEnvironment) else {
+        return;
+    };
+    // A value the input holds itself may be shown as part of a key.
+    let input = String::from_utf8_lossy(data);
+    let hidden = |text: &str| {
+        for value in [VALUE, HOME] {
+            assert!(
+                input.contains(value) || !text.contains(value),
+                "a value is shown: {text}"
+            );
+        }
+    };
+    let mut secrets = Vec::new();
+    for (_, entry) in entries {
+        match entry {
+            Entry::Refused(refusal) => {
+                hidden(&refusal.to_string());
+                hidden(&format!("{refusal:?}"));
+            }
+            Entry::Remote(spec) => {
+                hidden(&format!("{spec:?}"));
+                secrets.extend(spec.secrets);
+            }
+        }
+    }
+    // The scrubber takes whatever was configured, and leaves no secret it keeps.
+    let scrubber = Scrubber::new(secrets.iter().cloned());
+    let scrubbed = scrubber.clean(&input);
+    for secret in secrets.iter().map(Secret::expose) {
+        if secret.chars().count() >= policy::MIN_SCRUBBED_SECRET_CHARS {
+            assert!(!scrubbed.contains(secret), "a secret survived scrubbing");
+        }
+    }
+}
+
+/// SSE: the first byte picks a cap from 1 to 256 bytes, the next two a split point; the rest
+/// is the stream. It parses the same whole and in two chunks, with no event over the cap.
+pub fn sse(data: &[u8]) {
+    let [cap, hi, lo, stream @ ..] = data else {
+        return;
+    };
+    let limit = usize::from(*cap) + 1;
+    let split = usize::from(u16::from_be_bytes([*hi, *lo])) % (stream.len() + 1);
+    let (head, tail) = stream.split_at(split);
+    let whole = parse_sse(&[stream], limit);
+    let halves = parse_sse(&[head, tail], limit);
+    assert_eq!(whole, halves, "the split at {split} changed the outcome");
+    for event in &whole.0 {
+        assert!(event.len() <= limit, "an event of {} bytes", event.len());
+    }
+}
+
+type SseOutcome = (
+    Vec<String>,
+    Option<sse::SseError>,
+    Option<String>,
+    Option<std::time::Duration>,
+);
+
+fn parse_sse(chunks: &[&[u8]], limit: usize) -> SseOutcome {
+    let mut parser = SseParser::new(limit);
+    let mut events = Vec::new();
+    let mut error = None;
+    for chunk in chunks {
+        if let Err(e) = parser.feed(chunk, &mut events) {
+            error = Some(e);
+            break;
+        }
+    }
+    let data = events.into_iter().map(|e| e.data).collect();
+    let id = parser.last_event_id().map(str::to_owned);
+    (data, error, id, parser.retry())
+}
+
+/// JSON-RPC: bytes that are JSON are a message from a server. Its `result` (or the message
+/// itself) is checked as a `tools/list` page and converted as a `tools/call` result, for a
+/// fixed tool and for every tool the page got accepted; its `error` becomes the text of a
+/// JSON-RPC error. Whatever reaches a model is clean.
+pub fn jsonrpc(data: &[u8]) {
+    let Ok(message) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let result = message.get("result").unwrap_or(&message);
+    let fixed = json!({"tools": [{
+        "name": "fixed",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+    }]});
+    let set = envelope::check_tools(vec![Untrusted::new(result.clone()), Untrusted::new(fixed)]);
+    for tool in set.tools.values() {
+        assert_clean(&tool.name);
+        assert_clean(&tool.description);
+        assert!(tool.name.chars().count() <= policy::MAX_TOOL_NAME_CHARS);
+        let arguments = message.get("params").unwrap_or(&Value::Null);
+        if let Err(text) = tool.check_arguments(arguments) {
+            assert_clean(&text);
+        }
+        match envelope::convert_result(Untrusted::new(result.clone()), tool) {
+            Outcome::Text(text) | Outcome::ToolFailed(text) => assert_clean(&text),
+        }
+    }
+    for rejected in &set.rejected {
+        assert_clean(&rejected.name);
+    }
+    if let Some(error) = message.get("error") {
+        let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
+        let text = error.get("message").and_then(Value::as_str).unwrap_or("");
+        assert_clean(&envelope::rpc_error_text(
+            code,
+            Untrusted::new(text.to_owned()),
+        ));
+    }
+}
+
+/// No control character but newline and tab, and nothing invisible, can reach a model.
+fn assert_clean(text: &str) {
+    let bad = text.chars().find(|&c| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || envelope::clean_text(&c.to_string()).is_empty()
+    });
+    assert!(bad.is_none(), "{bad:?} in {text:?}");
+}

@@ -1,0 +1,308 @@
+//! The four clients a benchmark compares, each making the same `echo` call:
+//!
+//! - **raw**: a keep-alive reqwest client POSTing a hand-built `tools/call` and parsing the
+//!   whole answer into a `serde_json::Value`; the physical limit of a client on this stack;
+//! - **raw-nopool**: the same with `pool_max_idle_per_host(0)`, a new connection per call;
+//! - **pack**: `mcp/call_dynamic_tool` through the `runvil-plugin` contract, as a Host calls it;
+//! - **rmcp**: rmcp's own client (`StreamableHttpClientTransport::from_uri`), default settings.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use rmcp::model::{CallToolRequestParams, JsonObject};
+use rmcp::service::{Peer, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use runvil_plugin::Pack;
+use serde_json::{Value, json};
+
+/// The namespace the Pack knows each benchmark server by.
+pub(crate) const NAMESPACE: &str = "bench";
+/// How long a freshly built Pack may take to reach `ready`.
+const READY_WITHIN: Duration = Duration::from_secs(30);
+/// The protocol version the raw client speaks (the Pack's).
+const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Which client, in the order a round measures them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Kind {
+    Raw,
+    RawNoPool,
+    Pack,
+    Rmcp,
+}
+
+impl Kind {
+    /// Every client, in round order (A B C D).
+    pub(crate) const ALL: [Kind; 4] = [Kind::Raw, Kind::RawNoPool, Kind::Pack, Kind::Rmcp];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Raw => "raw",
+            Kind::RawNoPool => "raw-nopool",
+            Kind::Pack => "pack",
+            Kind::Rmcp => "rmcp",
+        }
+    }
+}
+
+/// What one call asks the server to echo.
+#[derive(Debug, Clone)]
+pub(crate) struct Payload {
+    /// A short name for the table.
+    pub(crate) name: &'static str,
+    /// The `echo` arguments.
+    pub(crate) arguments: JsonObject,
+    /// The length of the text the server answers with.
+    pub(crate) answer_len: usize,
+}
+
+impl Payload {
+    /// A 100-byte text, echoed once.
+    pub(crate) fn small() -> Self {
+        let text = "0123456789".repeat(10);
+        Self::new("small 100 B", text, None)
+    }
+
+    /// A 1 KiB text echoed 1024 times: a 1 MiB result for a ~1.1 KB request.
+    pub(crate) fn large() -> Self {
+        let text = "abcdefghijklmnop".repeat(64);
+        Self::new("large 1 MiB", text, Some(1024))
+    }
+
+    fn new(name: &'static str, text: String, repeat: Option<usize>) -> Self {
+        let answer_len = text.len() * repeat.unwrap_or(1);
+        let mut arguments = JsonObject::new();
+        arguments.insert("text".into(), Value::String(text));
+        if let Some(repeat) = repeat {
+            arguments.insert("repeat".into(), json!(repeat));
+        }
+        Self {
+            name,
+            arguments,
+            answer_len,
+        }
+    }
+}
+
+/// A connected client of one kind.
+pub(crate) enum Client {
+    Raw(Raw),
+    Pack(Arc<dyn Pack>),
+    Rmcp {
+        peer: Peer<RoleClient>,
+        // Kept so the service (and its worker) lives as long as the client.
+        _service: RunningService<RoleClient, ()>,
+    },
+}
+
+impl Client {
+    /// Connects a client of `kind` to `url`: the handshake is done when this returns.
+    pub(crate) async fn connect(kind: Kind, url: &str) -> Result<Client, String> {
+        match kind {
+            Kind::Raw => Ok(Client::Raw(Raw::connect(url, true).await?)),
+            Kind::RawNoPool => Ok(Client::Raw(Raw::connect(url, false).await?)),
+            Kind::Pack => Ok(Client::Pack(ready_pack(url).await?)),
+            Kind::Rmcp => {
+                let transport = StreamableHttpClientTransport::from_uri(url);
+                let service = ()
+                    .serve(transport)
+                    .await
+                    .map_err(|error| format!("rmcp could not connect: {error}"))?;
+                Ok(Client::Rmcp {
+                    peer: service.peer().clone(),
+                    _service: service,
+                })
+            }
+        }
+    }
+
+    /// One `echo` call; the length of the text that came back, checked against the payload.
+    pub(crate) async fn call(&self, payload: &Payload) -> Result<usize, String> {
+        let len = match self {
+            Client::Raw(raw) => raw.call(payload).await?,
+            Client::Pack(pack) => {
+                let args = json!({
+                    "namespace": NAMESPACE,
+                    "toolName": "echo",
+                    "arguments": Value::Object(payload.arguments.clone()),
+                });
+                pack.call("mcp/call_dynamic_tool", args)
+                    .await
+                    .map_err(|error| format!("the Pack's call failed: {error}"))?
+                    .len()
+            }
+            Client::Rmcp { peer, .. } => {
+                let params =
+                    CallToolRequestParams::new("echo").with_arguments(payload.arguments.clone());
+                let result = peer
+                    .call_tool(params)
+                    .await
+                    .map_err(|error| format!("rmcp's call failed: {error}"))?;
+                result
+                    .content
+                    .first()
+                    .and_then(|block| block.as_text())
+                    .map(|text| text.text.len())
+                    .ok_or("rmcp's answer has no text")?
+            }
+        };
+        // The Pack wraps the text in its envelope, so its answer is a little longer.
+        if len < payload.answer_len {
+            return Err(format!(
+                "the answer has {len} bytes, expected at least {}",
+                payload.answer_len
+            ));
+        }
+        Ok(len)
+    }
+}
+
+/// Builds the Pack with one server, `bench`, at `url`, and waits until it is ready.
+pub(crate) async fn ready_pack(url: &str) -> Result<Arc<dyn Pack>, String> {
+    let pack = crate::pack_driver::build_pack(NAMESPACE, url)?;
+    let entry = crate::pack_driver::settled(&pack, NAMESPACE, READY_WITHIN).await?;
+    if entry["status"] != "ready" {
+        return Err(format!("the Pack did not get ready: {entry}"));
+    }
+    Ok(pack)
+}
+
+/// The raw client: reqwest, a hand-built body, the whole answer parsed.
+pub(crate) struct Raw {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    next_id: AtomicU64,
+}
+
+impl Raw {
+    /// Builds the reqwest client (pooled or not) and does `initialize` and
+    /// `notifications/initialized` by hand.
+    async fn connect(url: &str, pooled: bool) -> Result<Raw, String> {
+        let mut builder = reqwest::Client::builder().no_proxy();
+        if !pooled {
+            builder = builder.pool_max_idle_per_host(0);
+        }
+        let client = builder
+            .build()
+            .map_err(|error| format!("cannot build the raw client: {error}"))?;
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let mut raw = Raw {
+            client,
+            url: url.to_owned(),
+            headers,
+            next_id: AtomicU64::new(1),
+        };
+        let initialize = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "bench-raw", "version": "0"},
+            },
+        });
+        let response = raw.post(&initialize).await?;
+        let session = response.headers().get("mcp-session-id").cloned();
+        let answer = read_answer(response, 0).await?;
+        if answer.get("result").is_none() {
+            return Err(format!("initialize failed: {answer}"));
+        }
+        if let Some(session) = session {
+            raw.headers.insert("mcp-session-id", session);
+        }
+        raw.headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static(PROTOCOL_VERSION),
+        );
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let response = raw.post(&initialized).await?;
+        response
+            .bytes()
+            .await
+            .map_err(|error| format!("notifications/initialized failed: {error}"))?;
+        Ok(raw)
+    }
+
+    async fn post(&self, message: &Value) -> Result<reqwest::Response, String> {
+        let body = serde_json::to_vec(message).map_err(|error| error.to_string())?;
+        let response = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| format!("POST failed: {error}"))?;
+        if !response.status().is_success() {
+            return Err(format!("the server answered {}", response.status()));
+        }
+        Ok(response)
+    }
+
+    async fn call(&self, payload: &Payload) -> Result<usize, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": Value::Object(payload.arguments.clone())},
+        });
+        let response = self.post(&request).await?;
+        let answer = read_answer(response, id).await?;
+        answer
+            .pointer("/result/content/0/text")
+            .and_then(Value::as_str)
+            .map(str::len)
+            .ok_or_else(|| "the raw answer has no text".to_owned())
+    }
+}
+
+/// Reads the whole body and finds the response to `id`, in a JSON body or an SSE stream.
+async fn read_answer(response: reqwest::Response, id: u64) -> Result<Value, String> {
+    let sse = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"));
+    let body = response
+        .bytes()
+        .await
+        .map_err(|error| format!("reading the body failed: {error}"))?;
+    if !sse {
+        return serde_json::from_slice(&body).map_err(|error| format!("not JSON: {error}"));
+    }
+    let text = std::str::from_utf8(&body).map_err(|_| "the stream is not UTF-8".to_owned())?;
+    sse_events(text)
+        .into_iter()
+        .filter_map(|data| serde_json::from_str::<Value>(&data).ok())
+        .find(|message| message.get("id") == Some(&json!(id)))
+        .ok_or_else(|| "the stream has no answer".to_owned())
+}
+
+/// A minimal SSE parser: the data of every event.
+fn sse_events(text: &str) -> Vec<String> {
+    let mut events = Vec::new();
+    let mut data: Option<String> = None;
+    for line in text.lines() {
+        if line.is_empty() {
+            events.extend(data.take());
+        } else if let Some(value) = line.strip_prefix("data:") {
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match &mut data {
+                Some(data) => {
+                    data.push('\n');
+                    data.push_str(value);
+                }
+                None => data = Some(value.to_owned()),
+            }
+        }
+    }
+    events.extend(data);
+    events
+}

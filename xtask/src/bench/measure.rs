@@ -1,0 +1,211 @@
+//! The measurements: latency at concurrency 1, throughput at concurrency N, time to ready,
+//! listing latency and resident memory. Each returns figures; none prints.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use runvil_plugin::Pack;
+use serde_json::{Value, json};
+
+use super::clients::{Client, Payload};
+
+/// Latency percentiles of one run at concurrency 1.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Latency {
+    pub(crate) p50: Duration,
+    pub(crate) p99: Duration,
+}
+
+/// Throughput of one run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Throughput {
+    pub(crate) calls_per_s: f64,
+    pub(crate) errors: u64,
+}
+
+/// `calls` timed calls one after the other, after `calls / 10` untimed ones.
+pub(crate) async fn latency(
+    client: &Client,
+    payload: &Payload,
+    calls: usize,
+) -> Result<Latency, String> {
+    for _ in 0..calls / 10 {
+        client.call(payload).await?;
+    }
+    let mut samples = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let started = Instant::now();
+        client.call(payload).await?;
+        samples.push(started.elapsed());
+    }
+    samples.sort_unstable();
+    Ok(Latency {
+        p50: percentile(&samples, 50),
+        p99: percentile(&samples, 99),
+    })
+}
+
+/// The `pct`-th percentile (nearest rank) of sorted `samples`.
+pub(crate) fn percentile(samples: &[Duration], pct: usize) -> Duration {
+    if samples.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (samples.len() * pct).div_ceil(100).max(1);
+    samples[rank.min(samples.len()) - 1]
+}
+
+/// `tasks` tasks each calling in a loop for `window`, after one untimed call each; completed
+/// calls per second of wall time (the calls in flight at the end are waited for and counted).
+pub(crate) async fn throughput(
+    client: &Arc<Client>,
+    payload: &Payload,
+    tasks: usize,
+    window: Duration,
+) -> Result<Throughput, String> {
+    // Warm-up: one call per task, all at once, so the pool holds its connections.
+    let mut warm = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        let client = Arc::clone(client);
+        let payload = payload.clone();
+        warm.push(tokio::spawn(async move {
+            client.call(&payload).await.map(|_| ())
+        }));
+    }
+    for task in warm {
+        task.await.map_err(|error| error.to_string())??;
+    }
+    let completed = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let deadline = started + window;
+    let mut running = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        let (client, payload) = (Arc::clone(client), payload.clone());
+        let (completed, errors) = (Arc::clone(&completed), Arc::clone(&errors));
+        running.push(tokio::spawn(async move {
+            while Instant::now() < deadline {
+                match client.call(&payload).await {
+                    Ok(_) => completed.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => errors.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+        }));
+    }
+    for task in running {
+        task.await.map_err(|error| error.to_string())?;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    Ok(Throughput {
+        calls_per_s: completed.load(Ordering::Relaxed) as f64 / elapsed,
+        errors: errors.load(Ordering::Relaxed),
+    })
+}
+
+/// The configuration of a Pack with one server per url, named `s000`, `s001`, ...
+pub(crate) fn fleet_config(urls: &[String]) -> Value {
+    let servers: serde_json::Map<String, Value> = urls
+        .iter()
+        .enumerate()
+        .map(|(index, url)| (namespace(index), json!({ "url": url })))
+        .collect();
+    json!({ "mcp": servers })
+}
+
+fn namespace(index: usize) -> String {
+    format!("s{index:03}")
+}
+
+/// Constructs a Pack over `urls` and waits until every server is `ready`; the Pack and the
+/// time from construct to the last server ready.
+///
+/// Readiness is read as a Host would, through `get_dynamic_tools` (one tool of one
+/// namespace at a time, the cheapest listing), polled every 100 µs from a thread of its own
+/// so the runtime's workers only do the Pack's work.
+pub(crate) async fn time_to_ready(urls: &[String]) -> Result<(Arc<dyn Pack>, Duration), String> {
+    let config = fleet_config(urls);
+    let handle = tokio::runtime::Handle::current();
+    let count = urls.len();
+    let poller = std::thread::spawn(move || -> Result<_, String> {
+        let mut packs = runvil_plugin::Packs::new();
+        plugin_mcp::install(&mut packs, &config);
+        let mut services = runvil_plugin::Services::new();
+        services.insert(runvil_plugin::TOKIO_RUNTIME, handle.clone());
+        let started = Instant::now();
+        let pack = packs
+            .construct("mcp", &services)
+            .map_err(|error| error.to_string())?;
+        let give_up = started + Duration::from_secs(60);
+        let mut next = 0;
+        while next < count {
+            let args = json!({"namespace": namespace(next), "toolName": "echo"});
+            if handle
+                .block_on(pack.call("mcp/get_dynamic_tools", args))
+                .is_ok()
+            {
+                next += 1;
+                continue;
+            }
+            if Instant::now() > give_up {
+                return Err(format!("{} was not ready within 60 s", namespace(next)));
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        Ok((pack, started.elapsed()))
+    });
+    tokio::task::spawn_blocking(move || poller.join())
+        .await
+        .map_err(|error| error.to_string())?
+        .map_err(|_| "the readiness poller panicked".to_owned())?
+}
+
+/// `calls` listings of every server's tools (`get_dynamic_tools` with no arguments), after
+/// `calls / 10` untimed ones; the checked listing's size and the latency.
+pub(crate) async fn listing(pack: &Arc<dyn Pack>, calls: usize) -> Result<Latency, String> {
+    let mut samples = Vec::with_capacity(calls);
+    for index in 0..calls + calls / 10 {
+        let started = Instant::now();
+        let text = pack
+            .call("mcp/get_dynamic_tools", json!({}))
+            .await
+            .map_err(|error| format!("the listing failed: {error}"))?;
+        let elapsed = started.elapsed();
+        if index >= calls / 10 {
+            samples.push(elapsed);
+        } else if index == 0 {
+            check_listing(&text)?;
+        }
+    }
+    samples.sort_unstable();
+    Ok(Latency {
+        p50: percentile(&samples, 50),
+        p99: percentile(&samples, 99),
+    })
+}
+
+fn check_listing(text: &str) -> Result<(), String> {
+    let listing: Value = serde_json::from_str(text).map_err(|error| error.to_string())?;
+    let servers = listing["servers"].as_array().ok_or("no servers listed")?;
+    let tools: usize = servers
+        .iter()
+        .map(|server| server["tools"].as_array().map_or(0, Vec::len))
+        .sum();
+    if servers.iter().any(|server| server["status"] != "ready") {
+        return Err("a listed server is not ready".to_owned());
+    }
+    if tools == 0 {
+        return Err("the listing has no tools".to_owned());
+    }
+    Ok(())
+}
+
+/// This process's resident memory, in KiB (`VmRSS` of `/proc/self/status`).
+pub(crate) fn resident_kib() -> Result<u64, String> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|error| format!("cannot read /proc/self/status: {error}"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| "/proc/self/status has no VmRSS".to_owned())
+}

@@ -1,0 +1,301 @@
+//! `cargo run --release -p build-xtask -- bench`: the Pack against the physical limit and
+//! against rmcp, on loopback, in one run. BENCHMARKS.md explains the figures and the goals.
+//!
+//! The servers are rmcp's own Streamable HTTP server in a separate process (`bench-server`,
+//! built by this command). Every wire figure is measured in rounds, each round running the
+//! four clients one after the other (raw, raw-nopool, pack, rmcp; A B C D A B C D), so the
+//! machine's drift hits all of them alike. The module is split by concern: [`server`] starts
+//! the server process, [`clients`] holds the four clients, [`measure`] times them and
+//! [`report`] prints the table and the `RATIOS` line.
+
+// The table and the RATIOS line on stdout are this command's result.
+#![allow(clippy::print_stdout)]
+
+mod clients;
+mod measure;
+mod report;
+mod server;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clients::{Client, Kind, Payload};
+use report::{Figure, ModeKey, Results, RowKey};
+use server::{Mode, Server};
+
+/// Rounds of every wire figure (A B C D, twice).
+const ROUNDS: usize = 2;
+/// The window of a throughput run.
+const WINDOW: Duration = Duration::from_secs(5);
+/// Servers in the fleet figures (time to ready, listing, memory).
+const FLEET: usize = 100;
+/// Tools per server for the listing figure.
+const FLEET_TOOLS: usize = 100;
+/// How the fleet's servers are configured. TCP_NODELAY, so time to ready measures the
+/// client's work and not the server's Nagle delays.
+const FLEET_MODE: Mode = Mode::NoDelay;
+/// Rounds of the time-to-ready figures (1 server, then 100).
+const READY_ROUNDS: usize = 5;
+/// Rounds of time to ready for the 100 x 100 catalog (the last one is listed).
+const LISTING_ROUNDS: usize = 3;
+/// Timed listings of the 100 x 100 catalog.
+const LIST_CALLS: usize = 1000;
+/// How long the 100 ready servers sit idle before memory is read.
+const IDLE: Duration = Duration::from_secs(1);
+/// How long a dropped Pack gets to end its sessions before the next measurement.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// What one step measures.
+#[derive(Debug, Clone, Copy)]
+enum What {
+    /// This many timed calls at concurrency 1.
+    Latency(usize),
+    /// Calls per second with this many tasks, for [`WINDOW`].
+    Throughput(usize),
+}
+
+/// The wire measurements, in order: per server, the payloads and figures.
+///
+/// Chosen so the whole command stays well under 10 minutes on a shared 2-core machine:
+/// everything the goals need is on the TCP_NODELAY server (small and 1 MiB, c=1, 16, 64);
+/// the default server gets the small c=1 figure the stall shows in (a keep-alive client needs
+/// 45 s per round there), and the stateless JSON server the small c=1 figure.
+fn plan() -> Vec<(Mode, Vec<(Payload, What)>)> {
+    let (small, large) = (Payload::small, Payload::large);
+    vec![
+        (Mode::Default, vec![(small(), What::Latency(1000))]),
+        (
+            Mode::NoDelay,
+            vec![
+                (small(), What::Latency(2000)),
+                (small(), What::Throughput(16)),
+                (small(), What::Throughput(64)),
+                (large(), What::Latency(1000)),
+                (large(), What::Throughput(16)),
+                (large(), What::Throughput(64)),
+            ],
+        ),
+        (Mode::Json, vec![(small(), What::Latency(2000))]),
+    ]
+}
+
+/// The sections of a run, for `--only` (the default runs them all, in this order).
+const SECTIONS: [&str; 5] = ["startup", "listing", "default", "nodelay", "json"];
+
+/// The subcommand's entry point: `bench [--only SECTION,...]`, where a section is one of
+/// [`SECTIONS`] (`--only` is for profiling one part; the table of a partial run is partial).
+pub fn command(args: &[String]) -> ExitCode {
+    let only: Vec<String> = match args {
+        [] => SECTIONS.iter().map(|s| (*s).to_owned()).collect(),
+        [flag, list] if flag == "--only" => list.split(',').map(str::to_owned).collect(),
+        _ => {
+            eprintln!("usage: bench [--only {}]", SECTIONS.join(","));
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(unknown) = only.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+        eprintln!(
+            "bench: unknown section {unknown}; the sections are {}",
+            SECTIONS.join(",")
+        );
+        return ExitCode::from(2);
+    }
+    // The Pack's own logs (which server switched to new connections, ...), when asked for.
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+    let started = Instant::now();
+    let bin = match server::build(&crate::workspace::root()) {
+        Ok(bin) => bin,
+        Err(error) => {
+            eprintln!("bench: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Two workers, like the server: the two processes share the machine's two cores.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("bench: cannot build the tokio runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Everything runs in a task, so calls are made from the runtime's workers as a Host's
+    // would be, not from the thread that blocks on the runtime.
+    let outcome = runtime.block_on(async move {
+        tokio::spawn(run(bin, only))
+            .await
+            .map_err(|error| format!("the benchmark task failed: {error}"))?
+    });
+    runtime.shutdown_timeout(SETTLE);
+    match outcome {
+        Ok(results) => {
+            println!("{}", results.table());
+            println!(
+                "Latency ratios above 1 and throughput ratios below 1 mean the Pack is slower."
+            );
+            println!(
+                "bench: finished in {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            println!("{}", results.ratios_line());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(bin: std::path::PathBuf, only: Vec<String>) -> Result<Results, String> {
+    let wanted = |section: &str| only.iter().any(|s| s == section);
+    let mut results = Results::default();
+    if wanted("startup") {
+        startup(&bin, &mut results).await?;
+    }
+    if wanted("listing") {
+        listing(&bin, &mut results).await?;
+    }
+    for (mode, steps) in plan() {
+        if wanted(mode.section()) {
+            wire(&bin, mode, &steps, &mut results).await?;
+        }
+    }
+    Ok(results)
+}
+
+/// Memory and time to ready, on [`FLEET`] servers with the one `echo` tool each.
+///
+/// Memory first, while the heap is fresh: VmRSS before and after a Pack of [`FLEET`] servers
+/// is ready and has sat idle for [`IDLE`] (a one-server Pack is built and dropped before, so
+/// one-time costs are not counted). Then time to ready for 1 and for [`FLEET`] servers, in
+/// alternating rounds.
+async fn startup(bin: &std::path::Path, results: &mut Results) -> Result<(), String> {
+    eprintln!("bench: memory and time to ready, 1 and {FLEET} servers of 1 tool");
+    let server = Server::start(bin, FLEET_MODE, 1, FLEET)?;
+    let (warm, _) = measure::time_to_ready(&server.urls[..1]).await?;
+    drop(warm);
+    tokio::time::sleep(SETTLE).await;
+    let before = measure::resident_kib()?;
+    let (pack, _) = measure::time_to_ready(&server.urls).await?;
+    tokio::time::sleep(IDLE).await;
+    let after = measure::resident_kib()?;
+    results.rss_kib = Some((before, after));
+    results.rss_servers = FLEET;
+    drop(pack);
+    tokio::time::sleep(SETTLE).await;
+    for _ in 0..READY_ROUNDS {
+        let (pack, one) = measure::time_to_ready(&server.urls[..1]).await?;
+        results.ready_1_ms.push(one.as_secs_f64() * 1e3);
+        drop(pack);
+        tokio::time::sleep(SETTLE).await;
+        let (pack, all) = measure::time_to_ready(&server.urls).await?;
+        results.ready_100_ms.push(all.as_secs_f64() * 1e3);
+        drop(pack);
+        tokio::time::sleep(SETTLE).await;
+    }
+    Ok(())
+}
+
+/// [`FLEET`] servers of [`FLEET_TOOLS`] tools: time to ready, then the latency of listing
+/// them all with the last Pack.
+async fn listing(bin: &std::path::Path, results: &mut Results) -> Result<(), String> {
+    eprintln!("bench: {FLEET} servers of {FLEET_TOOLS} tools: time to ready, listing");
+    let server = Server::start(bin, FLEET_MODE, FLEET_TOOLS, FLEET)?;
+    for round in 0..LISTING_ROUNDS {
+        let (pack, all) = measure::time_to_ready(&server.urls).await?;
+        results.ready_catalog_ms.push(all.as_secs_f64() * 1e3);
+        if round + 1 == LISTING_ROUNDS {
+            let listing = measure::listing(&pack, LIST_CALLS).await?;
+            results.list_ms = Some((
+                listing.p50.as_secs_f64() * 1e3,
+                listing.p99.as_secs_f64() * 1e3,
+            ));
+        }
+        drop(pack);
+        tokio::time::sleep(SETTLE).await;
+    }
+    Ok(())
+}
+
+/// Every step of one server's plan, in rounds of the four clients.
+async fn wire(
+    bin: &std::path::Path,
+    mode: Mode,
+    steps: &[(Payload, What)],
+    results: &mut Results,
+) -> Result<(), String> {
+    let server = Server::start(bin, mode, 1, 1)?;
+    let mut clients = Vec::with_capacity(Kind::ALL.len());
+    for kind in Kind::ALL {
+        let client = Client::connect(kind, server.url())
+            .await
+            .map_err(|error| format!("{} on {}: {error}", kind.name(), mode.name()))?;
+        clients.push((kind, Arc::new(client)));
+    }
+    for (payload, what) in steps {
+        for round in 1..=ROUNDS {
+            for (kind, client) in &clients {
+                let started = Instant::now();
+                let context = |error: String| {
+                    format!(
+                        "{} on {}, {}: {error}",
+                        kind.name(),
+                        mode.name(),
+                        payload.name
+                    )
+                };
+                let key = |figure| RowKey {
+                    mode: ModeKey::of(mode),
+                    payload: payload.name,
+                    figure,
+                };
+                match *what {
+                    What::Latency(calls) => {
+                        let latency = measure::latency(client, payload, calls)
+                            .await
+                            .map_err(context)?;
+                        results.add(key(Figure::P50), *kind, micros(latency.p50));
+                        results.add(key(Figure::P99), *kind, micros(latency.p99));
+                    }
+                    What::Throughput(tasks) => {
+                        let throughput = measure::throughput(client, payload, tasks, WINDOW)
+                            .await
+                            .map_err(context)?;
+                        let key = key(Figure::Throughput(tasks));
+                        results.add(key.clone(), *kind, throughput.calls_per_s);
+                        results.add_errors(key, *kind, throughput.errors);
+                    }
+                }
+                eprintln!(
+                    "bench: {:<20} {:<12} {:<16} round {round} {:<10} {:.1} s",
+                    mode.name(),
+                    payload.name,
+                    match what {
+                        What::Latency(calls) => format!("c=1 x {calls}"),
+                        What::Throughput(tasks) => format!("c={tasks} for {WINDOW:?}"),
+                    },
+                    kind.name(),
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+    }
+    drop(clients);
+    tokio::time::sleep(SETTLE).await;
+    drop(server);
+    Ok(())
+}
+
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}

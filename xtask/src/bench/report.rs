@@ -1,0 +1,293 @@
+//! The figures a run collected, the one table that shows them all, and the `RATIOS` line.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::clients::Kind;
+use super::server::Mode;
+
+/// What a row of the wire table measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Figure {
+    /// Latency at concurrency 1, median, µs.
+    P50,
+    /// Latency at concurrency 1, 99th percentile, µs.
+    P99,
+    /// Completed calls per second with this many tasks.
+    Throughput(usize),
+}
+
+impl Figure {
+    fn label(self) -> String {
+        match self {
+            Figure::P50 => "c=1 p50 µs".to_owned(),
+            Figure::P99 => "c=1 p99 µs".to_owned(),
+            Figure::Throughput(tasks) => format!("c={tasks} calls/s"),
+        }
+    }
+}
+
+/// A row of the wire table: the server, the payload, the figure.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct RowKey {
+    pub(crate) mode: ModeKey,
+    pub(crate) payload: &'static str,
+    pub(crate) figure: Figure,
+}
+
+/// [`Mode`] as a sortable key (the order servers are measured in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct ModeKey(u8);
+
+impl ModeKey {
+    pub(crate) fn of(mode: Mode) -> ModeKey {
+        ModeKey(match mode {
+            Mode::Default => 0,
+            Mode::NoDelay => 1,
+            Mode::Json => 2,
+        })
+    }
+
+    fn mode(self) -> Mode {
+        match self.0 {
+            0 => Mode::Default,
+            1 => Mode::NoDelay,
+            _ => Mode::Json,
+        }
+    }
+}
+
+/// Everything a run measured.
+#[derive(Debug, Default)]
+pub(crate) struct Results {
+    /// Per row, per client, one value per round.
+    wire: BTreeMap<RowKey, BTreeMap<Kind, Vec<f64>>>,
+    /// Failed calls in throughput runs, per row and client.
+    errors: BTreeMap<(RowKey, Kind), u64>,
+    /// Times to ready (ms) of a Pack with 1 server of 1 tool, one per round.
+    pub(crate) ready_1_ms: Vec<f64>,
+    /// Times to ready (ms) of a Pack with 100 servers of 1 tool, one per round.
+    pub(crate) ready_100_ms: Vec<f64>,
+    /// Times to ready (ms) of a Pack with 100 servers of 100 tools, one per round.
+    pub(crate) ready_catalog_ms: Vec<f64>,
+    /// `get_dynamic_tools` over 100 ready servers of 100 tools: p50 and p99, ms.
+    pub(crate) list_ms: Option<(f64, f64)>,
+    /// Resident KiB before and after 100 servers are ready and idle.
+    pub(crate) rss_kib: Option<(u64, u64)>,
+    /// The number of servers the memory figure is for.
+    pub(crate) rss_servers: usize,
+}
+
+impl Results {
+    /// Records one value of one round.
+    pub(crate) fn add(&mut self, key: RowKey, kind: Kind, value: f64) {
+        self.wire
+            .entry(key)
+            .or_default()
+            .entry(kind)
+            .or_default()
+            .push(value);
+    }
+
+    /// Records failed calls of a throughput run.
+    pub(crate) fn add_errors(&mut self, key: RowKey, kind: Kind, errors: u64) {
+        if errors > 0 {
+            *self.errors.entry((key, kind)).or_default() += errors;
+        }
+    }
+
+    /// The mean over rounds of one cell.
+    fn mean(&self, key: &RowKey, kind: Kind) -> Option<f64> {
+        let values = self.wire.get(key)?.get(&kind)?;
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    }
+
+    /// pack / `other` for one row, on the round means.
+    fn ratio(&self, key: &RowKey, other: Kind) -> Option<f64> {
+        Some(self.mean(key, Kind::Pack)? / self.mean(key, other)?)
+    }
+
+    fn idle_kib_per_server(&self) -> Option<f64> {
+        let (before, after) = self.rss_kib?;
+        let servers = self.rss_servers.max(1) as f64;
+        Some(after.saturating_sub(before) as f64 / servers)
+    }
+
+    fn ready_ratio(&self) -> Option<f64> {
+        Some(median(&self.ready_100_ms)? / median(&self.ready_1_ms)?)
+    }
+
+    /// The table, as Markdown.
+    pub(crate) fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "| server | payload | figure | raw | raw-nopool | pack | rmcp | pack/raw | \
+             pack/raw-nopool | pack/rmcp |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+        for (key, cells) in &self.wire {
+            let mut row = format!(
+                "| {} | {} | {} |",
+                key.mode.mode().name(),
+                key.payload,
+                key.figure.label()
+            );
+            for kind in Kind::ALL {
+                let values = cells.get(&kind).map(Vec::as_slice).unwrap_or_default();
+                let mut cell = values
+                    .iter()
+                    .map(|value| thousands(*value))
+                    .collect::<Vec<_>>()
+                    .join(" ; ");
+                if let Some(errors) = self.errors.get(&(key.clone(), kind)) {
+                    let _ = write!(cell, " ({errors} errors)");
+                }
+                let _ = write!(row, " {cell} |");
+            }
+            for other in [Kind::Raw, Kind::RawNoPool, Kind::Rmcp] {
+                let ratio = self.ratio(key, other).map_or("–".to_owned(), two);
+                let _ = write!(row, " {ratio} |");
+            }
+            let _ = writeln!(out, "{row}");
+        }
+        let pack_only = |label: &str, value: String| {
+            format!("| Pack startup | | {label} | – | – | {value} | – | | | |\n")
+        };
+        let rounds = |values: &[f64]| {
+            values
+                .iter()
+                .map(|value| format!("{value:.1}"))
+                .collect::<Vec<_>>()
+                .join(" ; ")
+        };
+        out.push_str(&pack_only(
+            "ready, 1 server, ms (rounds)",
+            rounds(&self.ready_1_ms),
+        ));
+        out.push_str(&pack_only(
+            "ready, 100 servers, ms (rounds)",
+            rounds(&self.ready_100_ms),
+        ));
+        if let Some(ratio) = self.ready_ratio() {
+            out.push_str(&pack_only(
+                "ready 100 / ready 1 (medians)",
+                format!("{ratio:.2}"),
+            ));
+        }
+        out.push_str(&pack_only(
+            "ready, 100 servers of 100 tools, ms (rounds)",
+            rounds(&self.ready_catalog_ms),
+        ));
+        if let Some((p50, p99)) = self.list_ms {
+            out.push_str(&pack_only(
+                "get_dynamic_tools, 100 x 100 tools, p50 ; p99 ms",
+                format!("{p50:.3} ; {p99:.3}"),
+            ));
+        }
+        if let (Some((before, after)), Some(per_server)) =
+            (self.rss_kib, self.idle_kib_per_server())
+        {
+            out.push_str(&pack_only(
+                &format!(
+                    "VmRSS before → after {} idle ready servers",
+                    self.rss_servers
+                ),
+                format!("{before} → {after} KiB = {per_server:.1} KiB/server"),
+            ));
+        }
+        out
+    }
+
+    /// The closing `RATIOS name=value ...` line.
+    pub(crate) fn ratios_line(&self) -> String {
+        let row = |mode: Mode, payload: &'static str, figure: Figure| RowKey {
+            mode: ModeKey::of(mode),
+            payload,
+            figure,
+        };
+        let small = super::clients::Payload::small().name;
+        let large = super::clients::Payload::large().name;
+        let pairs: [(&str, Option<f64>); 10] = [
+            (
+                "nagle_c1_p50_vs_nopool",
+                self.ratio(&row(Mode::Default, small, Figure::P50), Kind::RawNoPool),
+            ),
+            (
+                "nodelay_c1_p50_vs_raw",
+                self.ratio(&row(Mode::NoDelay, small, Figure::P50), Kind::Raw),
+            ),
+            (
+                "nodelay_c16_tput_vs_raw",
+                self.ratio(
+                    &row(Mode::NoDelay, small, Figure::Throughput(16)),
+                    Kind::Raw,
+                ),
+            ),
+            (
+                "nodelay_c64_tput_vs_raw",
+                self.ratio(
+                    &row(Mode::NoDelay, small, Figure::Throughput(64)),
+                    Kind::Raw,
+                ),
+            ),
+            (
+                "nodelay_c16_tput_vs_rmcp",
+                self.ratio(
+                    &row(Mode::NoDelay, small, Figure::Throughput(16)),
+                    Kind::Rmcp,
+                ),
+            ),
+            (
+                "nodelay_c64_tput_vs_rmcp",
+                self.ratio(
+                    &row(Mode::NoDelay, small, Figure::Throughput(64)),
+                    Kind::Rmcp,
+                ),
+            ),
+            (
+                "large_c1_p50_vs_raw",
+                self.ratio(&row(Mode::NoDelay, large, Figure::P50), Kind::Raw),
+            ),
+            ("ready_100_vs_1", self.ready_ratio()),
+            ("list_100x100_p50_ms", self.list_ms.map(|(p50, _)| p50)),
+            ("idle_kib_per_server", self.idle_kib_per_server()),
+        ];
+        let mut line = "RATIOS".to_owned();
+        for (name, value) in pairs {
+            let value = value.map_or("nan".to_owned(), |value| format!("{value:.3}"));
+            let _ = write!(line, " {name}={value}");
+        }
+        line
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count).
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+fn two(value: f64) -> String {
+    format!("{value:.2}")
+}
+
+/// A figure rounded to a whole number, with thin thousands separators (`12,345`).
+fn thousands(value: f64) -> String {
+    let whole = value.round() as u64;
+    let digits = whole.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}

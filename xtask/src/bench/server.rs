@@ -1,0 +1,142 @@
+//! The `bench-server` process: built by cargo, started with its mode, read for its ports,
+//! killed when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+/// The binary target of `xtask/src/bin/bench_server.rs`.
+const SERVER_BIN: &str = "bench-server";
+
+/// How a server answers, as the table names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// rmcp's defaults under `axum::serve`: Nagle on, sessions, SSE answers.
+    Default,
+    /// The same with TCP_NODELAY on accepted sockets.
+    NoDelay,
+    /// Stateless, `application/json` answers (Nagle on, as `axum::serve` leaves it).
+    Json,
+}
+
+impl Mode {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Default => "default (Nagle, SSE)",
+            Mode::NoDelay => "nodelay (SSE)",
+            Mode::Json => "stateless JSON",
+        }
+    }
+
+    /// Its name for `bench --only`.
+    pub(crate) fn section(self) -> &'static str {
+        match self {
+            Mode::Default => "default",
+            Mode::NoDelay => "nodelay",
+            Mode::Json => "json",
+        }
+    }
+
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Mode::Default => &[],
+            Mode::NoDelay => &["--nodelay"],
+            Mode::Json => &["--json"],
+        }
+    }
+}
+
+/// `cargo build --release -p build-xtask --bin bench-server`; the path of the binary.
+pub(crate) fn build(root: &Path) -> Result<PathBuf, String> {
+    let output = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "build-xtask",
+            "--bin",
+            SERVER_BIN,
+        ])
+        .args(["--message-format", "json-render-diagnostics"])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|error| format!("cannot run {}: {error}", env!("CARGO")))?;
+    if !output.status.success() {
+        return Err(format!("building {SERVER_BIN} failed ({})", output.status));
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["reason"] == "compiler-artifact")
+        .filter(|message| message["target"]["name"] == SERVER_BIN)
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .ok_or_else(|| format!("cargo built no executable named {SERVER_BIN}"))
+}
+
+/// A running `bench-server`; dropping it kills the process.
+pub(crate) struct Server {
+    child: Child,
+    /// The MCP endpoint of each listener, `http://127.0.0.1:<port>/mcp`.
+    pub(crate) urls: Vec<String>,
+}
+
+impl Server {
+    /// Starts `bin` in `mode` with `tools` tools on each of `listeners` ports.
+    pub(crate) fn start(
+        bin: &Path,
+        mode: Mode,
+        tools: usize,
+        listeners: usize,
+    ) -> Result<Server, String> {
+        let mut child = Command::new(bin)
+            .args(mode.args())
+            .args(["--tools", &tools.to_string()])
+            .args(["--listeners", &listeners.to_string()])
+            // Our end of stdin stays open for as long as the child lives: closing it (or
+            // this process dying) ends the server.
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|error| format!("cannot start {}: {error}", bin.display()))?;
+        let mut line = String::new();
+        let read = child
+            .stdout
+            .take()
+            .map(|out| BufReader::new(out).read_line(&mut line));
+        let server_ports: Vec<u16> = line
+            .split_whitespace()
+            .filter_map(|port| port.parse().ok())
+            .collect();
+        let mut server = Server {
+            child,
+            urls: server_ports
+                .iter()
+                .map(|port| format!("http://127.0.0.1:{port}/mcp"))
+                .collect(),
+        };
+        if !matches!(read, Some(Ok(_))) || server.urls.len() != listeners {
+            let status = server.child.try_wait().ok().flatten();
+            return Err(format!(
+                "{SERVER_BIN} did not print {listeners} port(s) (it printed {line:?}; exit \
+                 status {status:?})"
+            ));
+        }
+        Ok(server)
+    }
+
+    /// The first (usually only) endpoint.
+    pub(crate) fn url(&self) -> &str {
+        self.urls.first().map_or("", String::as_str)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
