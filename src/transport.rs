@@ -53,6 +53,8 @@ const PROBE_FRACTION: u32 = 4;
 /// Stalls in a row, each confirmed by a quick answer on a new connection, that move a server
 /// to a new connection per request. Two, so one slow answer followed by a fast one cannot.
 const STALLS_TO_SWITCH: u8 = 2;
+/// At most 2^10 stalls pass between two probes of a server that probes showed to be slow.
+const MAX_PROBE_BACKOFF: u8 = 10;
 
 /// The settings of every HTTP client of the Pack: no redirect, no proxy, no compression
 /// (reqwest's decompression features are off), a connect timeout.
@@ -143,6 +145,12 @@ struct RouteState {
     stalled: Option<Duration>,
     /// Stalls in a row confirmed by a probe.
     confirmed: u8,
+    /// Probes that found the server slow, not the connection. Each doubles the stalls let
+    /// pass before the next probe (up to [`MAX_PROBE_BACKOFF`]), so a server whose tools
+    /// take 30 to 500 ms is seldom sent a new connection (costly over TLS) for nothing.
+    refuted: u8,
+    /// Stalls still to let pass before the next probe.
+    skip: u32,
 }
 
 impl Route {
@@ -168,6 +176,7 @@ impl Route {
         let mut state = self.state();
         let stalled = (STALL_MIN..=STALL_MAX).contains(&gap);
         match via {
+            Via::Pooled if stalled && state.skip > 0 => state.skip -= 1,
             Via::Pooled if stalled => state.stalled = Some(total),
             Via::Pooled => {
                 // A reused connection answered without stalling: keep pooling.
@@ -184,7 +193,11 @@ impl Route {
                     );
                 }
             }
-            Via::Probe(_) => state.confirmed = 0,
+            Via::Probe(_) => {
+                state.confirmed = 0;
+                state.refuted = state.refuted.saturating_add(1).min(MAX_PROBE_BACKOFF);
+                state.skip = 1 << state.refuted;
+            }
             Via::Fresh => {}
         }
     }
@@ -530,4 +543,81 @@ fn describe(e: reqwest::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUICK: Duration = Duration::from_micros(400);
+    const STALL: Duration = Duration::from_millis(42);
+
+    /// One pooled answer that stalled, then the probe it asks for, answered quickly.
+    fn stall_then_quick_probe(route: &Route) {
+        assert_eq!(route.choose(), Via::Pooled);
+        route.observe(Via::Pooled, STALL, STALL + QUICK);
+        let probe = route.choose();
+        assert_eq!(probe, Via::Probe(STALL + QUICK));
+        route.observe(probe, QUICK / 2, QUICK);
+    }
+
+    #[test]
+    fn a_server_that_stalls_only_on_reused_connections_gets_new_ones() {
+        let route = Route::default();
+        stall_then_quick_probe(&route);
+        stall_then_quick_probe(&route);
+        assert_eq!(route.choose(), Via::Fresh);
+        route.observe(Via::Fresh, QUICK, QUICK);
+        assert_eq!(route.choose(), Via::Fresh);
+    }
+
+    #[test]
+    fn an_answer_without_a_stall_in_between_keeps_pooling() {
+        let route = Route::default();
+        stall_then_quick_probe(&route);
+        route.observe(Via::Pooled, QUICK, QUICK);
+        stall_then_quick_probe(&route);
+        assert_eq!(route.choose(), Via::Pooled);
+    }
+
+    #[test]
+    fn a_probe_as_slow_as_the_stall_means_a_slow_server_not_a_stall() {
+        let route = Route::default();
+        stall_then_quick_probe(&route);
+        route.observe(Via::Pooled, STALL, STALL);
+        let probe = route.choose();
+        route.observe(probe, STALL, STALL);
+        assert_eq!(route.choose(), Via::Pooled);
+    }
+
+    #[test]
+    fn a_server_found_slow_is_probed_less_and_less() {
+        let route = Route::default();
+        for skipped in [2, 4, 8] {
+            route.observe(Via::Pooled, STALL, STALL);
+            let probe = route.choose();
+            assert!(matches!(probe, Via::Probe(_)));
+            route.observe(probe, STALL, STALL);
+            for _ in 0..skipped {
+                route.observe(Via::Pooled, STALL, STALL);
+                assert_eq!(route.choose(), Via::Pooled);
+            }
+        }
+    }
+
+    #[test]
+    fn a_slow_tool_is_not_a_stall() {
+        let route = Route::default();
+        let slow = Duration::from_secs(2);
+        route.observe(Via::Pooled, slow, slow);
+        assert_eq!(route.choose(), Via::Pooled);
+    }
+
+    #[test]
+    fn only_one_request_probes_a_stall() {
+        let route = Route::default();
+        route.observe(Via::Pooled, STALL, STALL);
+        assert!(matches!(route.choose(), Via::Probe(_)));
+        assert_eq!(route.choose(), Via::Pooled);
+    }
 }
