@@ -10,16 +10,16 @@
 //! # Connections: keep-alive, unless the server stalls on it
 //!
 //! Requests reuse pooled keep-alive connections: on loopback a new connection per call costs
-//! about 1.4x the latency and half the throughput (`cargo run --release -p build-xtask --
-//! bench`, BENCHMARKS.md). But a server that leaves Nagle's algorithm on (rmcp's default
-//! under `axum::serve`, and many others) writes an SSE answer in two pieces, the headers with
-//! a priming event and then the message; on a connection that just carried a request and an
-//! answer, Linux delays the client's ACK of the first piece (delayed ACK in "pingpong" mode),
-//! and Nagle holds the second piece until that ACK: about 40 ms per call. A new connection
-//! starts in quick-ACK mode and never stalls. reqwest offers no hook to set `TCP_QUICKACK` on
-//! its sockets, so each server gets a [`Route`]: its SSE answers are timed, and a server whose
-//! answers on reused connections keep stalling while answers on new connections do not is
-//! sent every later request on a new connection.
+//! about 1.5x the latency and more than half the throughput (`cargo run --release -p
+//! build-xtask -- bench`, BENCHMARKS.md). But a server that leaves Nagle's algorithm on
+//! (rmcp's default under `axum::serve`, and many others) writes an SSE answer in two pieces,
+//! the headers with a priming event and then the message. On a connection that just carried
+//! a request and an answer, Linux delays the client's ACK of the first piece (delayed ACK in
+//! "pingpong" mode) and Nagle holds the second piece until that ACK: about 40 ms per call. A
+//! new connection starts in quick-ACK mode and does not stall. reqwest offers no hook to set
+//! `TCP_QUICKACK` on its sockets, so each server gets a [`Route`]: its SSE answers are timed,
+//! and a server whose answers on reused connections keep stalling while answers on new
+//! connections do not is sent every later request on a new connection.
 
 use std::error::Error as _;
 use std::fmt;

@@ -53,6 +53,8 @@ impl Kind {
 pub(crate) struct Payload {
     /// A short name for the table.
     pub(crate) name: &'static str,
+    /// Its place in the table (small first).
+    pub(crate) rank: u8,
     /// The `echo` arguments.
     pub(crate) arguments: JsonObject,
     /// The length of the text the server answers with.
@@ -63,16 +65,16 @@ impl Payload {
     /// A 100-byte text, echoed once.
     pub(crate) fn small() -> Self {
         let text = "0123456789".repeat(10);
-        Self::new("small 100 B", text, None)
+        Self::new("small 100 B", 0, text, None)
     }
 
     /// A 1 KiB text echoed 1024 times: a 1 MiB result for a ~1.1 KB request.
     pub(crate) fn large() -> Self {
         let text = "abcdefghijklmnop".repeat(64);
-        Self::new("large 1 MiB", text, Some(1024))
+        Self::new("large 1 MiB", 1, text, Some(1024))
     }
 
-    fn new(name: &'static str, text: String, repeat: Option<usize>) -> Self {
+    fn new(name: &'static str, rank: u8, text: String, repeat: Option<usize>) -> Self {
         let answer_len = text.len() * repeat.unwrap_or(1);
         let mut arguments = JsonObject::new();
         arguments.insert("text".into(), Value::String(text));
@@ -81,6 +83,7 @@ impl Payload {
         }
         Self {
             name,
+            rank,
             arguments,
             answer_len,
         }

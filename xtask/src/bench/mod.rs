@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clients::{Client, Kind, Payload};
-use report::{Figure, ModeKey, Results, RowKey};
+use report::{Figure, Results, RowKey};
 use server::{Mode, Server};
 
 /// Rounds of every wire figure (A B C D, twice).
@@ -107,6 +107,11 @@ pub fn command(args: &[String]) -> ExitCode {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_writer(std::io::stderr)
             .try_init();
+    }
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "bench: this is a debug build; run `cargo run --release -p build-xtask -- bench`"
+        );
     }
     let started = Instant::now();
     let bin = match server::build(&crate::workspace::root()) {
@@ -254,11 +259,7 @@ async fn wire(
                         payload.name
                     )
                 };
-                let key = |figure| RowKey {
-                    mode: ModeKey::of(mode),
-                    payload: payload.name,
-                    figure,
-                };
+                let key = |figure| RowKey::new(mode, payload, figure);
                 match *what {
                     What::Latency(calls) => {
                         let latency = measure::latency(client, payload, calls)

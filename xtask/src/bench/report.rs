@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::clients::Kind;
+use super::clients::{Kind, Payload};
 use super::server::Mode;
 
 /// What a row of the wire table measures.
@@ -31,6 +31,8 @@ impl Figure {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct RowKey {
     pub(crate) mode: ModeKey,
+    /// Sorts the small payload before the large one.
+    pub(crate) payload_rank: u8,
     pub(crate) payload: &'static str,
     pub(crate) figure: Figure,
 }
@@ -38,6 +40,17 @@ pub(crate) struct RowKey {
 /// [`Mode`] as a sortable key (the order servers are measured in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct ModeKey(u8);
+
+impl RowKey {
+    pub(crate) fn new(mode: Mode, payload: &Payload, figure: Figure) -> RowKey {
+        RowKey {
+            mode: ModeKey::of(mode),
+            payload_rank: payload.rank,
+            payload: payload.name,
+            figure,
+        }
+    }
+}
 
 impl ModeKey {
     pub(crate) fn of(mode: Mode) -> ModeKey {
@@ -201,13 +214,8 @@ impl Results {
 
     /// The closing `RATIOS name=value ...` line.
     pub(crate) fn ratios_line(&self) -> String {
-        let row = |mode: Mode, payload: &'static str, figure: Figure| RowKey {
-            mode: ModeKey::of(mode),
-            payload,
-            figure,
-        };
-        let small = super::clients::Payload::small().name;
-        let large = super::clients::Payload::large().name;
+        let row = |mode, payload: &Payload, figure| RowKey::new(mode, payload, figure);
+        let (small, large) = (&Payload::small(), &Payload::large());
         let pairs: [(&str, Option<f64>); 10] = [
             (
                 "nagle_c1_p50_vs_nopool",
