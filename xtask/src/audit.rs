@@ -22,12 +22,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use serde_json::Value;
 
 use crate::dependency_policy::ALLOW_LISTED_PACKAGE;
-use crate::workspace::{self, DEPS_ALLOW_PATH, TARGET_PLATFORM};
+use crate::workspace::{self, DEPS_ALLOW_PATH, TARGET_PLATFORM, run_cargo};
 
 /// The inventory, relative to the workspace root.
 pub const INVENTORY_PATH: &str = "audit/dependencies.md";
@@ -464,34 +464,12 @@ pub fn cargo_tree_args() -> Vec<String> {
     .collect()
 }
 
-/// Runs `cargo tree` ([`cargo_tree_args`]) in `root`, offline first and, if that fails (a
-/// cold registry cache), once more online; `--locked` either way.
+/// Runs `cargo tree` ([`cargo_tree_args`]) in `root`.
 fn cargo_tree(root: &Path) -> Result<String, String> {
-    let run = |offline: bool| -> Result<String, String> {
-        let mut command = Command::new(env!("CARGO"));
-        command.current_dir(root).args(cargo_tree_args());
-        if offline {
-            command.arg("--offline");
-        }
-        let output = command
-            .output()
-            .map_err(|error| format!("cannot run {}: {error}", env!("CARGO")))?;
-        if output.status.success() {
-            String::from_utf8(output.stdout)
-                .map_err(|error| format!("cargo tree printed invalid UTF-8: {error}"))
-        } else {
-            Err(format!(
-                "cargo tree failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            ))
-        }
-    };
-    run(true).or_else(|offline_error| {
-        run(false).map_err(|online_error| {
-            format!("{offline_error}\nretried without --offline: {online_error}")
-        })
-    })
+    let args = cargo_tree_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    String::from_utf8(run_cargo(root, &args)?)
+        .map_err(|error| format!("cargo tree printed invalid UTF-8: {error}"))
 }
 
 /// Whether `audit/dependencies.md` under `root` is what [`generate`] writes.

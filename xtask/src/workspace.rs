@@ -20,45 +20,52 @@ pub fn root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
-/// Runs `cargo metadata --format-version 1 --locked --offline --filter-platform
+/// Runs `cargo metadata --format-version 1 --locked --filter-platform
 /// x86_64-unknown-linux-gnu` in `root` and parses its JSON.
-///
-/// If the offline run fails (a cold registry cache), it is retried once without `--offline`.
-/// `--locked` is kept either way: the checks judge the committed `Cargo.lock`.
 pub fn cargo_metadata(root: &Path) -> Result<Value, String> {
-    let offline = run_cargo_metadata(root, true);
-    let stdout = match offline {
-        Ok(stdout) => stdout,
-        Err(offline_error) => run_cargo_metadata(root, false).map_err(|online_error| {
-            format!("{offline_error}\nretried without --offline: {online_error}")
-        })?,
-    };
+    let args = [
+        "metadata",
+        "--format-version",
+        "1",
+        "--locked",
+        "--filter-platform",
+        TARGET_PLATFORM,
+    ];
+    let stdout = run_cargo(root, &args)?;
     serde_json::from_slice(&stdout)
         .map_err(|error| format!("cargo metadata printed JSON that does not parse: {error}"))
 }
 
-fn run_cargo_metadata(root: &Path, offline: bool) -> Result<Vec<u8>, String> {
-    let mut command = Command::new(env!("CARGO"));
-    command
-        .current_dir(root)
-        .args(["metadata", "--format-version", "1", "--locked"])
-        .args(["--filter-platform", TARGET_PLATFORM]);
-    if offline {
-        command.arg("--offline");
-    }
-    let output = command
-        .output()
-        .map_err(|error| format!("cannot run {}: {error}", env!("CARGO")))?;
-    if output.status.success() {
-        Ok(output.stdout)
-    } else {
-        Err(format!(
-            "cargo metadata{} failed ({}): {}",
-            if offline { " --offline" } else { "" },
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
+/// Runs `cargo <args>` in `root` with `--offline` and, if that fails (a cold registry cache),
+/// once more without it; the callers pass `--locked`, so the committed `Cargo.lock` is judged
+/// either way. Answers what cargo printed on stdout.
+pub fn run_cargo(root: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+    let run = |offline: bool| -> Result<Vec<u8>, String> {
+        let mut command = Command::new(env!("CARGO"));
+        command.current_dir(root).args(args);
+        if offline {
+            command.arg("--offline");
+        }
+        let output = command
+            .output()
+            .map_err(|error| format!("cannot run {}: {error}", env!("CARGO")))?;
+        if output.status.success() {
+            Ok(output.stdout)
+        } else {
+            Err(format!(
+                "cargo {}{} failed ({}): {}",
+                args.first().unwrap_or(&""),
+                if offline { " --offline" } else { "" },
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ))
+        }
+    };
+    run(true).or_else(|offline_error| {
+        run(false).map_err(|online_error| {
+            format!("{offline_error}\nretried without --offline: {online_error}")
+        })
+    })
 }
 
 /// Reads every `.rs` file under `<package_root>/src`, sorted by path, each named by its path
