@@ -78,13 +78,13 @@ pub(crate) fn spawn(
         let attempt = || start(&task_runtime, &spec, &client);
         let name = log_safe(&server.name);
         let on_failure = |reason: String| {
-            let reason = scrubber.clean(&clean_text(&reason));
+            let reason = scrubber.clean(clean_text(&reason));
             tracing::warn!(server = %name, reason = %log_safe(&reason), "server did not start");
             server.set(Status::Error(reason));
         };
         let ready = retry_until_ready(attempt, on_failure).await;
         for dropped in &ready.tools.rejected {
-            let tool = log_safe(&scrubber.clean(&dropped.name));
+            let tool = log_safe(&scrubber.scrub(&dropped.name));
             tracing::warn!(server = %name, %tool, reason = %dropped.reason, "tool dropped");
         }
         tracing::info!(server = %name, tools = ready.tools.tools.len(), "server ready");

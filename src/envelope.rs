@@ -8,11 +8,13 @@
 //! whether a description's words are honest; it guarantees what the model sees is all there
 //! is to see, within bounds.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
 
 use jsonschema::Validator;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::policy::{
@@ -37,12 +39,15 @@ impl<T> Untrusted<T> {
 }
 
 /// One server's tools after the envelope: what the listing shows and calls dispatch to.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct ToolSet {
     /// Accepted tools by exact name, in name order.
     pub(crate) tools: BTreeMap<String, Arc<CheckedTool>>,
     /// Dropped tools, with a name safe to show and the reason.
     pub(crate) rejected: Vec<Rejected>,
+    /// The accepted names as a JSON array, rendered once: the listing of every server shows
+    /// them on each call, and 100 servers of 100 tools took milliseconds to build as values.
+    pub(crate) names_json: Box<RawValue>,
 }
 
 /// A tool the envelope let through.
@@ -69,33 +74,41 @@ pub(crate) struct Rejected {
 
 /// Checks every tool of every `tools/list` page of one server.
 pub(crate) fn check_tools(pages: Vec<Untrusted<Value>>) -> ToolSet {
-    let mut set = ToolSet::default();
+    let mut tools = BTreeMap::new();
+    let mut rejected = Vec::new();
     for page in pages {
-        let tools = match page.0 {
+        let page_tools = match page.0 {
             Value::Object(mut page) => page.remove("tools"),
             _ => None,
         };
-        let Some(Value::Array(tools)) = tools else {
-            set.rejected.push(Rejected {
+        let Some(Value::Array(page_tools)) = page_tools else {
+            rejected.push(Rejected {
                 name: String::new(),
                 reason: "a tools/list page has no tools array".to_owned(),
             });
             continue;
         };
-        for tool in tools {
+        for tool in page_tools {
             match check_tool(tool) {
-                Ok(tool) if set.tools.contains_key(&tool.name) => set.rejected.push(Rejected {
+                Ok(tool) if tools.contains_key(&tool.name) => rejected.push(Rejected {
                     name: tool.name,
                     reason: "a second tool with the same name".to_owned(),
                 }),
                 Ok(tool) => {
-                    set.tools.insert(tool.name.clone(), Arc::new(tool));
+                    tools.insert(tool.name.clone(), Arc::new(tool));
                 }
-                Err(rejected) => set.rejected.push(rejected),
+                Err(dropped) => rejected.push(dropped),
             }
         }
     }
-    set
+    // A list of strings always serializes; null would only ever show an empty server.
+    let names_json = serde_json::value::to_raw_value(&tools.keys().collect::<Vec<_>>())
+        .unwrap_or_else(|_| RawValue::NULL.to_owned());
+    ToolSet {
+        tools,
+        rejected,
+        names_json,
+    }
 }
 
 fn check_tool(tool: Value) -> Result<CheckedTool, Rejected> {
@@ -277,8 +290,9 @@ pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Ou
     {
         return Outcome::ToolFailed(why);
     }
-    let text = match (pieces.is_empty(), structured) {
-        (true, Some(structured)) => clean_text(&structured.to_string()),
+    let text = match (pieces.len(), structured) {
+        (0, Some(structured)) => clean_text(&structured.to_string()),
+        (1, _) => pieces.into_iter().collect(),
         _ => pieces.join("\n\n"),
     };
     let text = truncate(text, MAX_RESULT_CHARS);
@@ -289,12 +303,15 @@ pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Ou
     }
 }
 
-fn block_text(block: &Value) -> String {
-    let str_of = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
-    let mime =
-        |v: &Value, default: &str| str_of(v, "mimeType").unwrap_or_else(|| default.to_owned());
-    match block.get("type").and_then(Value::as_str) {
-        Some("text") => str_of(block, "text").unwrap_or_default(),
+/// What a content block shows: its text (borrowed, as results can be megabytes) or a
+/// placeholder for what a model cannot read here.
+fn block_text(block: &Value) -> Cow<'_, str> {
+    fn str_of<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+        v.get(key).and_then(Value::as_str)
+    }
+    let mime = |v: &Value, default: &str| str_of(v, "mimeType").unwrap_or(default).to_owned();
+    Cow::Owned(match block.get("type").and_then(Value::as_str) {
+        Some("text") => return Cow::Borrowed(str_of(block, "text").unwrap_or_default()),
         Some("image") => format!("[image omitted: {}]", mime(block, "unknown")),
         Some("audio") => format!("[audio omitted: {}]", mime(block, "unknown")),
         Some("resource_link") => {
@@ -303,7 +320,7 @@ fn block_text(block: &Value) -> String {
         Some("resource") => {
             let resource = block.get("resource").unwrap_or(&Value::Null);
             match str_of(resource, "text") {
-                Some(text) => text,
+                Some(text) => return Cow::Borrowed(text),
                 None => format!(
                     "[resource omitted: {}]",
                     mime(resource, "application/octet-stream")
@@ -312,7 +329,7 @@ fn block_text(block: &Value) -> String {
         }
         Some(other) => format!("[{} omitted]", other.escape_default()),
         None => "[content omitted]".to_owned(),
-    }
+    })
 }
 
 /// The text of a JSON-RPC error a server answered with.
@@ -343,8 +360,18 @@ fn is_invisible(c: char) -> bool {
 /// characters other than newline and tab, and invisible characters.
 pub(crate) fn clean_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut rest = text;
+    loop {
+        // Printable ASCII, newline and tab need no decision: copy each run of them whole.
+        // Results are mostly such runs, and a char at a time made a 1 MiB result cost
+        // milliseconds.
+        let plain = rest
+            .bytes()
+            .position(|b| !matches!(b, b' '..=b'~' | b'\n' | b'\t'))
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..plain]);
+        let mut chars = rest[plain..].chars();
+        let Some(c) = chars.next() else { break };
         match c {
             '\u{1B}' => match chars.next() {
                 Some('[') => skip_csi(&mut chars),
@@ -353,15 +380,15 @@ pub(crate) fn clean_text(text: &str) -> String {
             },
             '\u{9B}' => skip_csi(&mut chars),
             '\u{9D}' | '\u{90}' | '\u{98}' | '\u{9E}' | '\u{9F}' => skip_string(&mut chars),
-            '\n' | '\t' => out.push(c),
             c if c.is_control() || is_invisible(c) => {}
             c => out.push(c),
         }
+        rest = chars.as_str();
     }
     out
 }
 
-fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+fn skip_csi(chars: &mut std::str::Chars<'_>) {
     // Parameters and intermediates up to a final byte in 0x40..=0x7E.
     for c in chars.by_ref() {
         if ('\u{40}'..='\u{7E}').contains(&c) {
@@ -370,12 +397,12 @@ fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
     }
 }
 
-fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+fn skip_string(chars: &mut std::str::Chars<'_>) {
     // Up to BEL, ST (ESC \) or the 8-bit ST; an unterminated one runs to the end.
     while let Some(c) = chars.next() {
         match c {
             '\u{07}' | '\u{9C}' => break,
-            '\u{1B}' if chars.peek() == Some(&'\\') => {
+            '\u{1B}' if chars.as_str().starts_with('\\') => {
                 chars.next();
                 break;
             }

@@ -81,9 +81,13 @@ impl Scrubber {
         out
     }
 
-    /// [`Scrubber::scrub`] into an owned string.
-    pub(crate) fn clean(&self, text: &str) -> String {
-        self.scrub(text).into_owned()
+    /// [`Scrubber::scrub`] of an owned string, which comes back unchanged (not copied) when
+    /// it holds no secret: results can be megabytes.
+    pub(crate) fn clean(&self, text: String) -> String {
+        if let Cow::Owned(scrubbed) = self.scrub(&text) {
+            return scrubbed;
+        }
+        text
     }
 }
 

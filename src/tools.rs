@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use runvil_plugin::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::task::JoinHandle;
 
@@ -65,7 +67,14 @@ impl McpPack {
                 ));
             }
             (None, None) => {
-                json!({"servers": self.servers.iter().map(|s| summary(s)).collect::<Vec<_>>()})
+                let statuses: Vec<Status> = self.servers.iter().map(|s| s.status()).collect();
+                let servers = self.servers.iter().zip(&statuses);
+                let servers = servers.map(|(server, status)| Summary::new(server, status));
+                let listing = Listing {
+                    servers: servers.collect(),
+                };
+                // Strings and JSON rendered before: serializing them cannot fail.
+                return Ok(serde_json::to_string(&listing).unwrap_or_default());
             }
             (Some(namespace), None) => {
                 let server = self.server(namespace)?;
@@ -143,10 +152,10 @@ impl McpPack {
     fn scrub(&self, outcome: Result<String, ToolError>) -> Result<String, ToolError> {
         let s = &self.scrubber;
         match outcome {
-            Ok(text) => Ok(s.clean(&text)),
-            Err(ToolError::Invalid(m)) => Err(ToolError::Invalid(s.clean(&m))),
-            Err(ToolError::Backend(m)) => Err(ToolError::Backend(s.clean(&m))),
-            Err(ToolError::Transport(m)) => Err(ToolError::Transport(s.clean(&m))),
+            Ok(text) => Ok(s.clean(text)),
+            Err(ToolError::Invalid(m)) => Err(ToolError::Invalid(s.clean(m))),
+            Err(ToolError::Backend(m)) => Err(ToolError::Backend(s.clean(m))),
+            Err(ToolError::Transport(m)) => Err(ToolError::Transport(s.clean(m))),
             Err(other) => Err(other),
         }
     }
@@ -305,34 +314,54 @@ fn ready_tool(server: &Server, tool_name: &str) -> Result<(Ready, Arc<CheckedToo
     Ok((ready, tool))
 }
 
-fn summary(server: &Server) -> Value {
-    let mut shown = Map::new();
-    shown.insert("namespace".into(), json!(server.name));
-    match server.status() {
-        Status::Ready(ready) => {
-            shown.insert("status".into(), json!("ready"));
-            shown.insert(
-                "tools".into(),
-                json!(ready.tools.tools.keys().collect::<Vec<_>>()),
-            );
+/// `get_dynamic_tools {}`: every server with its status and tool names.
+#[derive(Serialize)]
+struct Listing<'a> {
+    servers: Vec<Summary<'a>>,
+}
+
+/// One server in the [`Listing`]. Its tool names are the array rendered when it became
+/// ready, so listing 10,000 tools copies text instead of building values.
+#[derive(Serialize)]
+struct Summary<'a> {
+    namespace: &'a str,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
+}
+
+impl<'a> Summary<'a> {
+    fn new(server: &'a Server, status: &'a Status) -> Self {
+        let tools = match status {
+            Status::Ready(ready) => Some(&*ready.tools.names_json),
+            _ => None,
+        };
+        let (status, reason) = label(status);
+        Self {
+            namespace: &server.name,
+            status,
+            reason,
+            tools,
         }
-        status => add_status(&mut shown, &status),
     }
-    Value::Object(shown)
+}
+
+/// A status as the listing names it, with the reason of an error.
+fn label(status: &Status) -> (&'static str, Option<&str>) {
+    match status {
+        Status::Loading => ("loading", None),
+        Status::Ready(_) => ("ready", None),
+        Status::Error(reason) => ("error", Some(reason)),
+    }
 }
 
 fn add_status(shown: &mut Map<String, Value>, status: &Status) {
-    match status {
-        Status::Loading => {
-            shown.insert("status".into(), json!("loading"));
-        }
-        Status::Error(reason) => {
-            shown.insert("status".into(), json!("error"));
-            shown.insert("reason".into(), json!(reason));
-        }
-        Status::Ready(_) => {
-            shown.insert("status".into(), json!("ready"));
-        }
+    let (status, reason) = label(status);
+    shown.insert("status".into(), json!(status));
+    if let Some(reason) = reason {
+        shown.insert("reason".into(), json!(reason));
     }
 }
 
