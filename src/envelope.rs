@@ -362,13 +362,8 @@ pub(crate) fn clean_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     loop {
-        // Printable ASCII, newline and tab need no decision: copy each run of them whole.
-        // Results are mostly such runs, and a char at a time made a 1 MiB result cost
-        // milliseconds.
-        let plain = rest
-            .bytes()
-            .position(|b| !matches!(b, b' '..=b'~' | b'\n' | b'\t'))
-            .unwrap_or(rest.len());
+        // Results are mostly runs of plain text: copy each run whole.
+        let plain = plain_len(rest.as_bytes());
         out.push_str(&rest[..plain]);
         let mut chars = rest[plain..].chars();
         let Some(c) = chars.next() else { break };
@@ -386,6 +381,25 @@ pub(crate) fn clean_text(text: &str) -> String {
         rest = chars.as_str();
     }
     out
+}
+
+/// How many leading bytes are printable ASCII, newline or tab: text that needs no decision.
+fn plain_len(bytes: &[u8]) -> usize {
+    // Blocks are tested without an early exit, which compiles to SIMD; a search byte by byte
+    // made cleaning a 1 MiB result cost milliseconds.
+    const BLOCK: usize = 32;
+    let is_plain = |b: u8| matches!(b, b' '..=b'~' | b'\n' | b'\t');
+    let whole = bytes
+        .chunks_exact(BLOCK)
+        .take_while(|block| block.iter().fold(true, |all, &b| all & is_plain(b)))
+        .count()
+        * BLOCK;
+    let tail = &bytes[whole..];
+    whole
+        + tail
+            .iter()
+            .position(|&b| !is_plain(b))
+            .unwrap_or(tail.len())
 }
 
 fn skip_csi(chars: &mut std::str::Chars<'_>) {

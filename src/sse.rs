@@ -104,7 +104,7 @@ impl SseParser {
     }
 
     fn feed_lines(&mut self, mut chunk: &[u8], out: &mut Vec<Event>) -> Result<(), SseError> {
-        while let Some(end) = chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', chunk) {
             self.push_line_bytes(&chunk[..end])?;
             let line = std::mem::take(&mut self.line);
             self.process_line(&line, out)?;
