@@ -8,7 +8,6 @@
 //! whether a description's words are honest; it guarantees what the model sees is all there
 //! is to see, within bounds.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
@@ -275,13 +274,15 @@ pub(crate) enum Outcome {
 /// Converts a `tools/call` result: each content block one piece, in order, joined by a blank
 /// line; a result with no blocks but `structuredContent` gives that JSON.
 pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Outcome {
-    let result = result.0;
-    let blocks = result.get("content").and_then(Value::as_array);
+    let mut result = result.0;
+    let blocks = match result.get_mut("content") {
+        Some(Value::Array(blocks)) => std::mem::take(blocks),
+        _ => Vec::new(),
+    };
     // Each piece is cleaned on its own, so an escape left open in one cannot swallow the next.
     let pieces: Vec<String> = blocks
         .into_iter()
-        .flatten()
-        .map(|block| clean_text(&block_text(block)))
+        .map(|block| clean_owned(block_text(block)))
         .collect();
     let structured = result.get("structuredContent");
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
@@ -291,7 +292,7 @@ pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Ou
         return Outcome::ToolFailed(why);
     }
     let text = match (pieces.len(), structured) {
-        (0, Some(structured)) => clean_text(&structured.to_string()),
+        (0, Some(structured)) => clean_owned(structured.to_string()),
         (1, _) => pieces.into_iter().collect(),
         _ => pieces.join("\n\n"),
     };
@@ -303,33 +304,39 @@ pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Ou
     }
 }
 
-/// What a content block shows: its text (borrowed, as results can be megabytes) or a
+/// What a content block shows: its text, moved out as results can be megabytes, or a
 /// placeholder for what a model cannot read here.
-fn block_text(block: &Value) -> Cow<'_, str> {
+fn block_text(mut block: Value) -> String {
     fn str_of<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
         v.get(key).and_then(Value::as_str)
     }
+    fn take_str(v: &mut Value, key: &str) -> Option<String> {
+        match v.get_mut(key).map(Value::take) {
+            Some(Value::String(text)) => Some(text),
+            _ => None,
+        }
+    }
     let mime = |v: &Value, default: &str| str_of(v, "mimeType").unwrap_or(default).to_owned();
-    Cow::Owned(match block.get("type").and_then(Value::as_str) {
-        Some("text") => return Cow::Borrowed(str_of(block, "text").unwrap_or_default()),
-        Some("image") => format!("[image omitted: {}]", mime(block, "unknown")),
-        Some("audio") => format!("[audio omitted: {}]", mime(block, "unknown")),
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => take_str(&mut block, "text").unwrap_or_default(),
+        Some("image") => format!("[image omitted: {}]", mime(&block, "unknown")),
+        Some("audio") => format!("[audio omitted: {}]", mime(&block, "unknown")),
         Some("resource_link") => {
-            format!("[resource: {}]", str_of(block, "uri").unwrap_or_default())
+            format!("[resource: {}]", str_of(&block, "uri").unwrap_or_default())
         }
         Some("resource") => {
-            let resource = block.get("resource").unwrap_or(&Value::Null);
-            match str_of(resource, "text") {
-                Some(text) => return Cow::Borrowed(text),
-                None => format!(
-                    "[resource omitted: {}]",
-                    mime(resource, "application/octet-stream")
-                ),
-            }
+            let mut resource = block
+                .get_mut("resource")
+                .map(Value::take)
+                .unwrap_or_default();
+            take_str(&mut resource, "text").unwrap_or_else(|| {
+                let mime = mime(&resource, "application/octet-stream");
+                format!("[resource omitted: {mime}]")
+            })
         }
         Some(other) => format!("[{} omitted]", other.escape_default()),
         None => "[content omitted]".to_owned(),
-    })
+    }
 }
 
 /// The text of a JSON-RPC error a server answered with.
@@ -340,6 +347,10 @@ pub(crate) fn rpc_error_text(code: i64, message: Untrusted<String>) -> String {
 
 /// Cuts `text` to `max` characters, saying how many were cut.
 fn truncate(text: String, max: usize) -> String {
+    // No more bytes than the limit means no more characters: nothing to count.
+    if text.len() <= max {
+        return text;
+    }
     let total = text.chars().count();
     if total <= max {
         return text;
@@ -381,6 +392,15 @@ pub(crate) fn clean_text(text: &str) -> String {
         rest = chars.as_str();
     }
     out
+}
+
+/// [`clean_text`] of an owned text, which comes back as it is (not copied) when there is
+/// nothing to remove.
+fn clean_owned(text: String) -> String {
+    if plain_len(text.as_bytes()) == text.len() {
+        return text;
+    }
+    clean_text(&text)
 }
 
 /// How many leading bytes are printable ASCII, newline or tab: text that needs no decision.

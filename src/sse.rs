@@ -37,7 +37,12 @@ impl fmt::Display for SseError {
 #[derive(Debug)]
 pub(crate) struct SseParser {
     limit: usize,
+    /// The current line, unless it is a `data` line (see `in_data_line`).
     line: Vec<u8>,
+    /// Bytes of the current line so far, for the cap.
+    line_len: usize,
+    /// The current line is a `data` line whose value goes straight into `data`.
+    in_data_line: bool,
     data: Vec<u8>,
     has_data: bool,
     /// `event:` of the event being read; only unnamed and `message` events carry messages.
@@ -50,6 +55,14 @@ pub(crate) struct SseParser {
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
+const DATA: &[u8] = b"data:";
+
+/// The value of a line known to be a `data` line: six bytes tell whether there is a space
+/// after the colon to drop.
+fn data_value(line: &[u8]) -> Option<&[u8]> {
+    let value = line.strip_prefix(DATA).filter(|value| !value.is_empty())?;
+    Some(value.strip_prefix(b" ").unwrap_or(value))
+}
 
 impl SseParser {
     /// A parser that refuses lines and events larger than `limit` bytes.
@@ -57,6 +70,8 @@ impl SseParser {
         Self {
             limit,
             line: Vec::new(),
+            line_len: 0,
+            in_data_line: false,
             data: Vec::new(),
             has_data: false,
             other_type: false,
@@ -106,10 +121,15 @@ impl SseParser {
     fn feed_lines(&mut self, mut chunk: &[u8], out: &mut Vec<Event>) -> Result<(), SseError> {
         while let Some(end) = memchr::memchr2(b'\n', b'\r', chunk) {
             self.push_line_bytes(&chunk[..end])?;
-            let line = std::mem::take(&mut self.line);
-            self.process_line(&line, out)?;
-            self.line = line;
-            self.line.clear();
+            self.line_len = 0;
+            if self.in_data_line {
+                self.in_data_line = false;
+            } else {
+                let line = std::mem::take(&mut self.line);
+                self.process_line(&line, out)?;
+                self.line = line;
+                self.line.clear();
+            }
             if chunk[end] == b'\r' {
                 match chunk.get(end + 1) {
                     Some(b'\n') => chunk = &chunk[end + 2..],
@@ -126,11 +146,50 @@ impl SseParser {
         self.push_line_bytes(chunk)
     }
 
+    /// Takes the next bytes of the current line. Once the line is known to be a `data` line,
+    /// its value goes straight into the event's data: a message of megabytes is then
+    /// copied once, not gathered as a line first.
     fn push_line_bytes(&mut self, bytes: &[u8]) -> Result<(), SseError> {
-        if self.line.len() + bytes.len() > self.limit {
+        self.line_len += bytes.len();
+        if self.line_len > self.limit {
             return Err(SseError::TooLarge { limit: self.limit });
         }
+        if self.in_data_line {
+            return self.push_data(bytes, false);
+        }
+        if self.line.is_empty()
+            && let Some(value) = data_value(bytes)
+        {
+            self.in_data_line = true;
+            return self.push_data(value, true);
+        }
         self.line.extend_from_slice(bytes);
+        let line = std::mem::take(&mut self.line);
+        let pushed = match data_value(&line) {
+            Some(value) => {
+                self.in_data_line = true;
+                self.push_data(value, true)
+            }
+            None => Ok(()),
+        };
+        self.line = line;
+        if self.in_data_line {
+            self.line.clear();
+        }
+        pushed
+    }
+
+    /// Adds `bytes` to the event's data, after a newline when they start a second line.
+    fn push_data(&mut self, bytes: &[u8], starts_line: bool) -> Result<(), SseError> {
+        let joint = starts_line && self.has_data;
+        if self.data.len() + usize::from(joint) + bytes.len() > self.limit {
+            return Err(SseError::TooLarge { limit: self.limit });
+        }
+        if joint {
+            self.data.push(b'\n');
+        }
+        self.data.extend_from_slice(bytes);
+        self.has_data = true;
         Ok(())
     }
 
@@ -149,16 +208,8 @@ impl SseParser {
             None => (line, &[][..]),
         };
         match field {
-            b"data" => {
-                if self.data.len() + value.len() + 1 > self.limit {
-                    return Err(SseError::TooLarge { limit: self.limit });
-                }
-                if self.has_data {
-                    self.data.push(b'\n');
-                }
-                self.data.extend_from_slice(value);
-                self.has_data = true;
-            }
+            // Only a short one ("data", "data:"): longer ones go by `push_line_bytes`.
+            b"data" => self.push_data(value, true)?,
             b"event" => self.other_type = !(value.is_empty() || value == b"message"),
             b"id" if !value.contains(&0) => {
                 self.last_event_id = Some(String::from_utf8_lossy(value).into_owned());
