@@ -182,16 +182,24 @@ pub(crate) struct Raw {
 }
 
 impl Raw {
-    /// Builds the reqwest client (pooled or not) and does `initialize` and
-    /// `notifications/initialized` by hand.
+    /// Builds the reqwest client (pooled or not) and does the handshake.
     async fn connect(url: &str, pooled: bool) -> Result<Raw, String> {
+        Raw::handshake(Raw::http_client(pooled)?, url).await
+    }
+
+    /// The raw client's reqwest client; building it reads the trust store, as the Pack's does.
+    pub(crate) fn http_client(pooled: bool) -> Result<reqwest::Client, String> {
         let mut builder = reqwest::Client::builder().no_proxy();
         if !pooled {
             builder = builder.pool_max_idle_per_host(0);
         }
-        let client = builder
+        builder
             .build()
-            .map_err(|error| format!("cannot build the raw client: {error}"))?;
+            .map_err(|error| format!("cannot build the raw client: {error}"))
+    }
+
+    /// `initialize` and `notifications/initialized`, by hand, with `client`.
+    pub(crate) async fn handshake(client: reqwest::Client, url: &str) -> Result<Raw, String> {
         let mut headers = HeaderMap::new();
         headers.insert(
             ACCEPT,
@@ -232,6 +240,29 @@ impl Raw {
             .await
             .map_err(|error| format!("notifications/initialized failed: {error}"))?;
         Ok(raw)
+    }
+
+    /// `tools/list` (one page), the last step of a client's start; the number of tools.
+    pub(crate) async fn list_tools(&self) -> Result<usize, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}});
+        let answer = read_answer(self.post(&request).await?, id).await?;
+        answer
+            .pointer("/result/tools")
+            .and_then(Value::as_array)
+            .map(Vec::len)
+            .ok_or_else(|| format!("tools/list failed: {answer}"))
+    }
+
+    /// Ends the session with DELETE, as the Pack does when it is dropped, so the server does
+    /// not pile up the sessions of the rounds.
+    pub(crate) async fn close(&self) {
+        let _ = self
+            .client
+            .delete(&self.url)
+            .headers(self.headers.clone())
+            .send()
+            .await;
     }
 
     async fn post(&self, message: &Value) -> Result<reqwest::Response, String> {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use runvil_plugin::Pack;
 use serde_json::{Value, json};
 
-use super::clients::{Client, Payload};
+use super::clients::{Client, Payload, Raw};
 
 /// Latency percentiles of one run at concurrency 1.
 #[derive(Debug, Clone, Copy)]
@@ -157,6 +157,28 @@ pub(crate) async fn time_to_ready(urls: &[String]) -> Result<(Arc<dyn Pack>, Dur
         .await
         .map_err(|error| error.to_string())?
         .map_err(|_| "the readiness poller panicked".to_owned())?
+}
+
+/// The raw client's time to ready over `urls`, the baseline of [`time_to_ready`]: its
+/// reqwest client built (reading the trust store, as the Pack's does), then every server's
+/// handshake and `tools/list` at once on that one client. The clients, to be closed, and
+/// the time.
+pub(crate) async fn raw_time_to_ready(urls: &[String]) -> Result<(Vec<Raw>, Duration), String> {
+    let started = Instant::now();
+    let client = Raw::http_client(true)?;
+    let starts = urls.iter().cloned().map(|url| {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let raw = Raw::handshake(client, &url).await?;
+            raw.list_tools().await?;
+            Ok::<_, String>(raw)
+        })
+    });
+    let mut raws = Vec::with_capacity(urls.len());
+    for start in starts.collect::<Vec<_>>() {
+        raws.push(start.await.map_err(|error| error.to_string())??);
+    }
+    Ok((raws, started.elapsed()))
 }
 
 /// `calls` listings of every server's tools (`get_dynamic_tools` with no arguments), after

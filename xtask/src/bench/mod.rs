@@ -183,7 +183,8 @@ async fn run(bin: std::path::PathBuf, only: Vec<String>) -> Result<Results, Stri
 /// Memory first, while the heap is fresh: VmRSS before and after a Pack of [`FLEET`] servers
 /// is ready and has sat idle for [`IDLE`] (a one-server Pack is built and dropped before, so
 /// one-time costs are not counted). Then time to ready for 1 and for [`FLEET`] servers, in
-/// alternating rounds.
+/// alternating rounds, of the Pack and of the raw client (the baseline: the same handshake
+/// and listing with nothing else, on the same machine).
 async fn startup(bin: &std::path::Path, results: &mut Results) -> Result<(), String> {
     eprintln!("bench: memory and time to ready, 1 and {FLEET} servers of 1 tool");
     let server = Server::start(bin, FLEET_MODE, 1, FLEET)?;
@@ -198,15 +199,29 @@ async fn startup(bin: &std::path::Path, results: &mut Results) -> Result<(), Str
     results.rss_servers = FLEET;
     drop(pack);
     tokio::time::sleep(SETTLE).await;
+    let millis = |time: Duration| time.as_secs_f64() * 1e3;
     for _ in 0..READY_ROUNDS {
-        let (pack, one) = measure::time_to_ready(&server.urls[..1]).await?;
-        results.ready_1_ms.push(one.as_secs_f64() * 1e3);
-        drop(pack);
-        tokio::time::sleep(SETTLE).await;
-        let (pack, all) = measure::time_to_ready(&server.urls).await?;
-        results.ready_100_ms.push(all.as_secs_f64() * 1e3);
-        drop(pack);
-        tokio::time::sleep(SETTLE).await;
+        for (urls, times) in [
+            (&server.urls[..1], &mut results.ready_1_ms),
+            (&server.urls[..], &mut results.ready_100_ms),
+        ] {
+            let (pack, time) = measure::time_to_ready(urls).await?;
+            times.push(millis(time));
+            drop(pack);
+            tokio::time::sleep(SETTLE).await;
+        }
+        for (urls, times) in [
+            (&server.urls[..1], &mut results.raw_ready_1_ms),
+            (&server.urls[..], &mut results.raw_ready_100_ms),
+        ] {
+            let (raws, time) = measure::raw_time_to_ready(urls).await?;
+            times.push(millis(time));
+            for raw in &raws {
+                raw.close().await;
+            }
+            drop(raws);
+            tokio::time::sleep(SETTLE).await;
+        }
     }
     Ok(())
 }

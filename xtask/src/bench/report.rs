@@ -81,6 +81,10 @@ pub(crate) struct Results {
     pub(crate) ready_1_ms: Vec<f64>,
     /// Times to ready (ms) of a Pack with 100 servers of 1 tool, one per round.
     pub(crate) ready_100_ms: Vec<f64>,
+    /// The raw client's time to ready (ms) over the same 1 server, one per round.
+    pub(crate) raw_ready_1_ms: Vec<f64>,
+    /// The raw client's time to ready (ms) over the same 100 servers, one per round.
+    pub(crate) raw_ready_100_ms: Vec<f64>,
     /// Times to ready (ms) of a Pack with 100 servers of 100 tools, one per round.
     pub(crate) ready_catalog_ms: Vec<f64>,
     /// `get_dynamic_tools` over 100 ready servers of 100 tools: p50 and p99, ms.
@@ -127,7 +131,11 @@ impl Results {
     }
 
     fn ready_ratio(&self) -> Option<f64> {
-        Some(median(&self.ready_100_ms)? / median(&self.ready_1_ms)?)
+        median_ratio(&self.ready_100_ms, &self.ready_1_ms)
+    }
+
+    fn raw_ready_ratio(&self) -> Option<f64> {
+        median_ratio(&self.raw_ready_100_ms, &self.raw_ready_1_ms)
     }
 
     /// The table, as Markdown.
@@ -174,18 +182,29 @@ impl Results {
                 .collect::<Vec<_>>()
                 .join(" ; ")
         };
-        out.push_str(&pack_only(
+        // Time to ready has a raw baseline; pack/raw is of the medians.
+        let with_raw = |label: &str, raw: String, pack: String, ratio: Option<f64>| {
+            let ratio = ratio.map_or("–".to_owned(), two);
+            format!("| Pack startup | | {label} | {raw} | – | {pack} | – | {ratio} | | |\n")
+        };
+        out.push_str(&with_raw(
             "ready, 1 server, ms (rounds)",
+            rounds(&self.raw_ready_1_ms),
             rounds(&self.ready_1_ms),
+            median_ratio(&self.ready_1_ms, &self.raw_ready_1_ms),
         ));
-        out.push_str(&pack_only(
+        out.push_str(&with_raw(
             "ready, 100 servers, ms (rounds)",
+            rounds(&self.raw_ready_100_ms),
             rounds(&self.ready_100_ms),
+            median_ratio(&self.ready_100_ms, &self.raw_ready_100_ms),
         ));
-        if let Some(ratio) = self.ready_ratio() {
-            out.push_str(&pack_only(
+        if let (Some(pack), Some(raw)) = (self.ready_ratio(), self.raw_ready_ratio()) {
+            out.push_str(&with_raw(
                 "ready 100 / ready 1 (medians)",
-                format!("{ratio:.2}"),
+                two(raw),
+                two(pack),
+                Some(pack / raw),
             ));
         }
         out.push_str(&pack_only(
@@ -280,6 +299,11 @@ pub(crate) fn median(values: &[f64]) -> Option<f64> {
         _ if n % 2 == 1 => Some(sorted[n / 2]),
         _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
     }
+}
+
+/// The median of `values` over the median of `over`.
+fn median_ratio(values: &[f64], over: &[f64]) -> Option<f64> {
+    Some(median(values)? / median(over)?)
 }
 
 fn two(value: f64) -> String {
