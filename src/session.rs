@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
@@ -79,7 +80,7 @@ impl Session {
             "clientInfo": {"name": "plugin_mcp", "version": env!("CARGO_PKG_VERSION")},
         });
         let fresh = SessionHeaders::default();
-        let (result, session_id) = self.exchange(id, "initialize", params, &fresh).await?;
+        let (result, session_id) = self.exchange(id, "initialize", &params, &fresh).await?;
         let answered = result.peek().get("protocolVersion").and_then(Value::as_str);
         let version = ACCEPTED_PROTOCOL_VERSIONS
             .into_iter()
@@ -166,9 +167,7 @@ impl Session {
             let state = self.state();
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             let mut pending = Pending::new(self, id, &state.headers);
-            let answer = self
-                .exchange(id, method, params.clone(), &state.headers)
-                .await;
+            let answer = self.exchange(id, method, &params, &state.headers).await;
             pending.answered();
             match answer {
                 Err(SessionError::Transport(TransportError::Status(404)))
@@ -196,11 +195,16 @@ impl Session {
         &self,
         id: u64,
         method: &str,
-        params: Value,
+        params: &Value,
         headers: &SessionHeaders,
     ) -> Result<(Untrusted<Value>, Option<reqwest::header::HeaderValue>), SessionError> {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let posted = self.transport.post(to_bytes(&body), headers).await?;
+        let request = Request {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        };
+        let posted = self.transport.post(to_bytes(&request), headers).await?;
         let result = match posted.reply {
             Reply::Json(bytes) => {
                 let message: Value = serde_json::from_slice(&bytes)
@@ -318,9 +322,19 @@ fn answer_to(id: u64, mut message: Value) -> Option<Result<Untrusted<Value>, Ses
     }
 }
 
-fn to_bytes(message: &Value) -> Vec<u8> {
-    // Serializing a Value built by this module cannot fail; an empty body would be refused
-    // by the server, not sent silently.
+/// A JSON-RPC request as it is written, borrowing its parameters: a request sent again
+/// after a lost session, or with megabytes of arguments, is not copied to be sent.
+#[derive(Serialize)]
+struct Request<'a> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'a str,
+    params: &'a Value,
+}
+
+fn to_bytes(message: &impl Serialize) -> Vec<u8> {
+    // Serializing JSON values and strings cannot fail; an empty body would be refused by the
+    // server, not sent silently.
     serde_json::to_vec(message).unwrap_or_default()
 }
 

@@ -109,21 +109,22 @@ impl McpPack {
         Ok(listing.to_string())
     }
 
-    async fn call_tool(&self, args: &Map<String, Value>) -> Result<String, ToolError> {
-        let namespace = optional_string(args, "namespace")?.ok_or_else(|| {
+    async fn call_tool(&self, mut args: Map<String, Value>) -> Result<String, ToolError> {
+        let arguments = args.remove("arguments");
+        let namespace = optional_string(&args, "namespace")?.ok_or_else(|| {
             ToolError::Invalid(
                 "namespace is required: the server's name, as get_dynamic_tools lists it"
                     .to_owned(),
             )
         })?;
-        let tool_name = optional_string(args, "toolName")?.ok_or_else(|| {
+        let tool_name = optional_string(&args, "toolName")?.ok_or_else(|| {
             ToolError::Invalid(
                 "toolName is required: the tool's name, as get_dynamic_tools lists it".to_owned(),
             )
         })?;
-        let arguments = match args.get("arguments") {
+        let arguments = match arguments {
             None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(Value::Object(a)) => Value::Object(a.clone()),
+            Some(arguments @ Value::Object(_)) => arguments,
             Some(_) => return Err(ToolError::Invalid("arguments must be an object".to_owned())),
         };
         let server = self.server(namespace)?;
@@ -235,7 +236,7 @@ impl Pack for McpPack {
                 Err(e) => Err(e),
                 Ok(args) => match which.as_str() {
                     GET_DYNAMIC_TOOLS => self.list(&args),
-                    CALL_DYNAMIC_TOOL => self.call_tool(&args).await,
+                    CALL_DYNAMIC_TOOL => self.call_tool(args).await,
                     _ => Err(ToolError::Invalid(format!(
                         "unknown tool {}; this Pack has {}/{GET_DYNAMIC_TOOLS} and {}/{CALL_DYNAMIC_TOOL}",
                         quoted(&tool),
