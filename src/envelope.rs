@@ -293,7 +293,7 @@ pub(crate) fn convert_result(result: Untrusted<Value>, tool: &CheckedTool) -> Ou
     }
     let text = match (pieces.len(), structured) {
         (0, Some(structured)) => clean_owned(structured.to_string()),
-        (1, _) => pieces.into_iter().collect(),
+        (1, _) => pieces.into_iter().collect(), // the one piece itself, not a copy
         _ => pieces.join("\n\n"),
     };
     let text = truncate(text, MAX_RESULT_CHARS);

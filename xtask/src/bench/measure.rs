@@ -22,6 +22,9 @@ pub(crate) struct Latency {
 pub(crate) struct Throughput {
     pub(crate) calls_per_s: f64,
     pub(crate) errors: u64,
+    /// This process's CPU time (all threads, user and system) per completed call: what the
+    /// client costs the machine, steadier than calls per second on a shared machine.
+    pub(crate) cpu_per_call: Duration,
 }
 
 /// `calls` timed calls one after the other, after `calls / 10` untimed ones.
@@ -77,6 +80,7 @@ pub(crate) async fn throughput(
     }
     let completed = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
+    let cpu_before = cpu_time()?;
     let started = Instant::now();
     let deadline = started + window;
     let mut running = Vec::with_capacity(tasks);
@@ -96,8 +100,11 @@ pub(crate) async fn throughput(
         task.await.map_err(|error| error.to_string())?;
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let cpu = cpu_time()?.saturating_sub(cpu_before);
+    let completed = completed.load(Ordering::Relaxed);
     Ok(Throughput {
-        calls_per_s: completed.load(Ordering::Relaxed) as f64 / elapsed,
+        cpu_per_call: cpu / u32::try_from(completed.max(1)).unwrap_or(u32::MAX),
+        calls_per_s: completed as f64 / elapsed,
         errors: errors.load(Ordering::Relaxed),
     })
 }
@@ -219,6 +226,28 @@ fn check_listing(text: &str) -> Result<(), String> {
         return Err("the listing has no tools".to_owned());
     }
     Ok(())
+}
+
+/// The CPU time this process has used, user and system, from `/proc/self/stat`.
+fn cpu_time() -> Result<Duration, String> {
+    let stat = std::fs::read_to_string("/proc/self/stat")
+        .map_err(|error| format!("cannot read /proc/self/stat: {error}"))?;
+    // The command name (field 2) may hold spaces and parentheses; the fields after its last
+    // `)` are fixed: utime and stime (fields 14 and 15) are the 12th and 13th of them.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |index: usize| {
+        fields
+            .get(index)
+            .and_then(|field| field.parse::<u64>().ok())
+    };
+    let (Some(user), Some(system)) = (ticks(11), ticks(12)) else {
+        return Err("/proc/self/stat has no utime and stime".to_owned());
+    };
+    // /proc counts in USER_HZ, which Linux fixes at 100 per second for user space.
+    Ok(Duration::from_millis((user + system) * 10))
 }
 
 /// This process's resident memory, in KiB (`VmRSS` of `/proc/self/status`).

@@ -145,7 +145,8 @@ pub fn command(args: &[String]) -> ExitCode {
         Ok(results) => {
             println!("{}", results.table());
             println!(
-                "Latency ratios above 1 and throughput ratios below 1 mean the Pack is slower."
+                "Latency ratios above 1 and throughput ratios below 1 mean the Pack is slower; \
+                 CPU ratios above 1 mean it costs more."
             );
             println!(
                 "bench: finished in {:.0} s",
@@ -287,6 +288,8 @@ async fn wire(
                         let throughput = measure::throughput(client, payload, tasks, WINDOW)
                             .await
                             .map_err(context)?;
+                        let cpu = micros(throughput.cpu_per_call);
+                        results.add(key(Figure::CpuPerCall(tasks)), *kind, cpu);
                         let key = key(Figure::Throughput(tasks));
                         results.add(key.clone(), *kind, throughput.calls_per_s);
                         results.add_errors(key, *kind, throughput.errors);

@@ -15,6 +15,8 @@ pub(crate) enum Figure {
     P99,
     /// Completed calls per second with this many tasks.
     Throughput(usize),
+    /// The client process's CPU time per call in that throughput run, µs.
+    CpuPerCall(usize),
 }
 
 impl Figure {
@@ -23,6 +25,7 @@ impl Figure {
             Figure::P50 => "c=1 p50 µs".to_owned(),
             Figure::P99 => "c=1 p99 µs".to_owned(),
             Figure::Throughput(tasks) => format!("c={tasks} calls/s"),
+            Figure::CpuPerCall(tasks) => format!("c={tasks} client CPU µs/call"),
         }
     }
 }
