@@ -26,7 +26,7 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use crate::dependency_policy::ALLOW_LISTED_PACKAGE;
+use crate::dependency_policy::{ALLOW_LISTED_PACKAGE, workspace_member_ids};
 use crate::workspace::{self, DEPS_ALLOW_PATH, TARGET_PLATFORM, run_cargo};
 
 /// The inventory, relative to the workspace root.
@@ -171,13 +171,7 @@ pub fn inventory(
         .iter()
         .map(|package| ((text(package, "name"), text(package, "version")), package))
         .collect();
-    let members: BTreeSet<&str> = metadata
-        .get("workspace_members")
-        .and_then(Value::as_array)
-        .ok_or("cargo metadata has no `workspace_members`")?
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let members = workspace_member_ids(metadata)?;
     let package = |key: &Key| {
         packages
             .get(&(key.0.as_str(), key.1.as_str()))

@@ -54,7 +54,7 @@ fn run(root: &Path) -> Result<bool, String> {
     let root = root
         .canonicalize()
         .map_err(|error| format!("cannot resolve the workspace root: {error}"))?;
-    let client = build_client(&root)?;
+    let client = crate::workspace::build_bin(&root, CLIENT_BIN, false)?;
     let tools = install(&root.join(INSTALL_DIR))?;
     let mut outcomes = Vec::new();
     for scenario in SCENARIOS {
@@ -73,28 +73,6 @@ fn run(root: &Path) -> Result<bool, String> {
         );
     }
     Ok(all_passed)
-}
-
-/// `cargo build -p build-xtask --bin conformance-client`; the absolute path of the binary.
-fn build_client(root: &Path) -> Result<PathBuf, String> {
-    let output = Command::new(env!("CARGO"))
-        .current_dir(root)
-        .args(["build", "-p", "build-xtask", "--bin", CLIENT_BIN])
-        .args(["--message-format", "json-render-diagnostics"])
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|error| format!("cannot run {}: {error}", env!("CARGO")))?;
-    if !output.status.success() {
-        return Err(format!("building {CLIENT_BIN} failed ({})", output.status));
-    }
-    // The path comes from cargo itself, so CARGO_TARGET_DIR and build.target-dir are honoured.
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["reason"] == "compiler-artifact")
-        .filter(|message| message["target"]["name"] == CLIENT_BIN)
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .ok_or_else(|| format!("cargo built no executable named {CLIENT_BIN}"))
 }
 
 /// The installed suite: Node 22 and the suite's CLI script.

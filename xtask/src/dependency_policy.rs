@@ -264,15 +264,20 @@ fn packages(metadata: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
-/// The packages named by `workspace_members`.
-fn workspace_packages(metadata: &Value) -> Result<Vec<&Value>, String> {
-    let ids: BTreeSet<&str> = metadata
+/// The package ids of cargo metadata's `workspace_members`.
+pub(crate) fn workspace_member_ids(metadata: &Value) -> Result<BTreeSet<&str>, String> {
+    Ok(metadata
         .get("workspace_members")
         .and_then(Value::as_array)
         .ok_or("cargo metadata has no `workspace_members`")?
         .iter()
         .filter_map(Value::as_str)
-        .collect();
+        .collect())
+}
+
+/// The packages named by `workspace_members`.
+fn workspace_packages(metadata: &Value) -> Result<Vec<&Value>, String> {
+    let ids = workspace_member_ids(metadata)?;
     let members: Vec<&Value> = packages(metadata)
         .filter(|package| {
             package

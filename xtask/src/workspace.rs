@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
@@ -34,6 +34,31 @@ pub fn cargo_metadata(root: &Path) -> Result<Value, String> {
     let stdout = run_cargo(root, &args)?;
     serde_json::from_slice(&stdout)
         .map_err(|error| format!("cargo metadata printed JSON that does not parse: {error}"))
+}
+
+/// `cargo build [--release] -p build-xtask --bin <bin>` in `root`; the absolute path of the
+/// binary. The path comes from cargo's own messages, so `CARGO_TARGET_DIR` and
+/// `build.target-dir` are honoured.
+pub fn build_bin(root: &Path, bin: &str, release: bool) -> Result<PathBuf, String> {
+    let output = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .arg("build")
+        .args(release.then_some("--release"))
+        .args(["-p", "build-xtask", "--bin", bin])
+        .args(["--message-format", "json-render-diagnostics"])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|error| format!("cannot run {}: {error}", env!("CARGO")))?;
+    if !output.status.success() {
+        return Err(format!("building {bin} failed ({})", output.status));
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["reason"] == "compiler-artifact")
+        .filter(|message| message["target"]["name"] == bin)
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .ok_or_else(|| format!("cargo built no executable named {bin}"))
 }
 
 /// Runs `cargo <args>` in `root` with `--offline` and, if that fails (a cold registry cache),

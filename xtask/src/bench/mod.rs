@@ -121,12 +121,7 @@ pub fn command(args: &[String]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // Two workers, like the server: the two processes share the machine's two cores.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("bench: cannot build the tokio runtime: {error}");
@@ -160,6 +155,15 @@ pub fn command(args: &[String]) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The tokio runtime of both benchmark processes, the client and `bench-server`: two
+/// workers each, as the two processes share the machine's two cores.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
 }
 
 async fn run(bin: std::path::PathBuf, only: Vec<String>) -> Result<Results, String> {

@@ -236,48 +236,39 @@ impl Results {
 
     /// The closing `RATIOS name=value ...` line.
     pub(crate) fn ratios_line(&self) -> String {
-        let row = |mode, payload: &Payload, figure| RowKey::new(mode, payload, figure);
         let (small, large) = (&Payload::small(), &Payload::large());
+        let pack_vs = |mode, payload: &Payload, figure, other| {
+            self.ratio(&RowKey::new(mode, payload, figure), other)
+        };
+        let nodelay_small = |figure, other| pack_vs(Mode::NoDelay, small, figure, other);
         let pairs: [(&str, Option<f64>); 10] = [
             (
                 "nagle_c1_p50_vs_nopool",
-                self.ratio(&row(Mode::Default, small, Figure::P50), Kind::RawNoPool),
+                pack_vs(Mode::Default, small, Figure::P50, Kind::RawNoPool),
             ),
             (
                 "nodelay_c1_p50_vs_raw",
-                self.ratio(&row(Mode::NoDelay, small, Figure::P50), Kind::Raw),
+                nodelay_small(Figure::P50, Kind::Raw),
             ),
             (
                 "nodelay_c16_tput_vs_raw",
-                self.ratio(
-                    &row(Mode::NoDelay, small, Figure::Throughput(16)),
-                    Kind::Raw,
-                ),
+                nodelay_small(Figure::Throughput(16), Kind::Raw),
             ),
             (
                 "nodelay_c64_tput_vs_raw",
-                self.ratio(
-                    &row(Mode::NoDelay, small, Figure::Throughput(64)),
-                    Kind::Raw,
-                ),
+                nodelay_small(Figure::Throughput(64), Kind::Raw),
             ),
             (
                 "nodelay_c16_tput_vs_rmcp",
-                self.ratio(
-                    &row(Mode::NoDelay, small, Figure::Throughput(16)),
-                    Kind::Rmcp,
-                ),
+                nodelay_small(Figure::Throughput(16), Kind::Rmcp),
             ),
             (
                 "nodelay_c64_tput_vs_rmcp",
-                self.ratio(
-                    &row(Mode::NoDelay, small, Figure::Throughput(64)),
-                    Kind::Rmcp,
-                ),
+                nodelay_small(Figure::Throughput(64), Kind::Rmcp),
             ),
             (
                 "large_c1_p50_vs_raw",
-                self.ratio(&row(Mode::NoDelay, large, Figure::P50), Kind::Raw),
+                pack_vs(Mode::NoDelay, large, Figure::P50, Kind::Raw),
             ),
             ("ready_100_vs_1", self.ready_ratio()),
             ("list_100x100_p50_ms", self.list_ms.map(|(p50, _)| p50)),

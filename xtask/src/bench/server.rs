@@ -5,8 +5,6 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use serde_json::Value;
-
 /// The binary target of `xtask/src/bin/bench_server.rs`.
 const SERVER_BIN: &str = "bench-server";
 
@@ -50,30 +48,7 @@ impl Mode {
 
 /// `cargo build --release -p build-xtask --bin bench-server`; the path of the binary.
 pub(crate) fn build(root: &Path) -> Result<PathBuf, String> {
-    let output = Command::new(env!("CARGO"))
-        .current_dir(root)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "build-xtask",
-            "--bin",
-            SERVER_BIN,
-        ])
-        .args(["--message-format", "json-render-diagnostics"])
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|error| format!("cannot run {}: {error}", env!("CARGO")))?;
-    if !output.status.success() {
-        return Err(format!("building {SERVER_BIN} failed ({})", output.status));
-    }
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["reason"] == "compiler-artifact")
-        .filter(|message| message["target"]["name"] == SERVER_BIN)
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .ok_or_else(|| format!("cargo built no executable named {SERVER_BIN}"))
+    crate::workspace::build_bin(root, SERVER_BIN, true)
 }
 
 /// A running `bench-server`; dropping it kills the process.

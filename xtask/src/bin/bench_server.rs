@@ -81,12 +81,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Two workers, like the client: the two processes share the machine's two cores.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match build_xtask::bench::runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("bench-server: cannot build the tokio runtime: {error}");
