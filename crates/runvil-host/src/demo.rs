@@ -117,23 +117,21 @@ pub(crate) async fn run() -> u8 {
         config,
     );
     let router = axum::Router::new().nest_service("/mcp", service);
-    let server = tokio::spawn(async move {
+    // Serves until the runtime shuts down, after the Pack's farewells have reached it.
+    tokio::spawn(async move {
         let _ = axum::serve(listener, router)
             .with_graceful_shutdown(stop.cancelled_owned())
             .await;
     });
 
     let servers = json!({"demo": {"url": url}});
-    let code = match host::build_pack(servers.clone(), tokio::runtime::Handle::current()) {
+    match host::build_pack(servers.clone(), tokio::runtime::Handle::current()) {
         Ok(pack) => show(&pack, &servers).await,
         Err(e) => {
             eprintln!("runvil: {e}");
             EXIT_OTHER
         }
-    };
-    tokio::time::sleep(host::FAREWELL_GRACE).await;
-    server.abort();
-    code
+    }
 }
 
 async fn show(pack: &Arc<dyn Pack>, servers: &Value) -> u8 {

@@ -95,11 +95,6 @@ async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str
             EXIT_INTERRUPTED
         }
     };
-    // Dropping the call (on Ctrl-C) told its server to stop, and dropping the Pack ends its
-    // sessions (after any such notice): both are sent by tasks on this runtime, which get a
-    // moment before the process exits.
-    drop(pack);
-    tokio::time::sleep(FAREWELL_GRACE).await;
     code
 }
 

@@ -68,9 +68,16 @@ fn block_on(command: impl Future<Output = u8>) -> u8 {
             return host::EXIT_OTHER;
         }
     };
-    let code = runtime.block_on(command);
-    // The command has given its farewells their time. Waiting longer for what is left (a
-    // blocking read of a terminal's stdin in `serve`) would only delay the exit.
+    let code = runtime.block_on(async {
+        let code = command.await;
+        // The command's Pack is gone with its future: its farewells (the notice that stops a
+        // dropped call, then the end of each session) are tasks on this runtime, which get a
+        // moment to leave.
+        tokio::time::sleep(host::FAREWELL_GRACE).await;
+        code
+    });
+    // Waiting longer for what is left (a blocking read of a terminal's stdin in `serve`, the
+    // demo's server) would only delay the exit.
     runtime.shutdown_background();
     code
 }

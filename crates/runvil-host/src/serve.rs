@@ -144,7 +144,5 @@ pub(crate) async fn run(source: &Source) -> u8 {
         code = serving => code,
         _ = tokio::signal::ctrl_c() => EXIT_INTERRUPTED,
     };
-    // The Pack went with the service; its farewells to the servers get a moment to leave.
-    tokio::time::sleep(host::FAREWELL_GRACE).await;
     code
 }
