@@ -70,35 +70,26 @@ impl McpPack {
                 let statuses: Vec<Status> = self.servers.iter().map(|s| s.status()).collect();
                 let servers = self.servers.iter().zip(&statuses);
                 let servers = servers.map(|(server, status)| Summary::new(server, status));
-                let listing = Listing {
+                return Ok(to_json(&Listing {
                     servers: servers.collect(),
-                };
-                // Strings and JSON rendered before: serializing them cannot fail.
-                return Ok(serde_json::to_string(&listing).unwrap_or_default());
+                }));
             }
             (Some(namespace), None) => {
                 let server = self.server(namespace)?;
-                let mut shown = Map::new();
-                shown.insert("namespace".into(), json!(server.name));
-                match server.status() {
-                    Status::Ready(ready) => {
-                        shown.insert("status".into(), json!("ready"));
-                        let tools: Vec<Value> =
-                            ready.tools.tools.values().map(|t| tool_json(t)).collect();
-                        shown.insert("tools".into(), Value::Array(tools));
-                        if !ready.tools.rejected.is_empty() {
-                            let rejected: Vec<Value> = ready
-                                .tools
-                                .rejected
-                                .iter()
-                                .map(|r| json!({"name": r.name, "reason": r.reason}))
-                                .collect();
-                            shown.insert("rejected".into(), Value::Array(rejected));
-                        }
-                    }
-                    status => add_status(&mut shown, &status),
+                let status = server.status();
+                let Status::Ready(ready) = &status else {
+                    return Ok(to_json(&Summary::new(server, &status)));
+                };
+                let tools: Vec<Value> = ready.tools.tools.values().map(|t| tool_json(t)).collect();
+                let mut shown =
+                    json!({"namespace": server.name, "status": "ready", "tools": tools});
+                if !ready.tools.rejected.is_empty() {
+                    let rejected = ready.tools.rejected.iter();
+                    shown["rejected"] = rejected
+                        .map(|r| json!({"name": r.name, "reason": r.reason}))
+                        .collect();
                 }
-                Value::Object(shown)
+                shown
             }
             (Some(namespace), Some(tool_name)) => {
                 let server = self.server(namespace)?;
@@ -335,11 +326,11 @@ struct Summary<'a> {
 
 impl<'a> Summary<'a> {
     fn new(server: &'a Server, status: &'a Status) -> Self {
-        let tools = match status {
-            Status::Ready(ready) => Some(&*ready.tools.names_json),
-            _ => None,
+        let (status, reason, tools) = match status {
+            Status::Loading => ("loading", None, None),
+            Status::Ready(ready) => ("ready", None, Some(&*ready.tools.names_json)),
+            Status::Error(reason) => ("error", Some(reason.as_str()), None),
         };
-        let (status, reason) = label(status);
         Self {
             namespace: &server.name,
             status,
@@ -349,21 +340,9 @@ impl<'a> Summary<'a> {
     }
 }
 
-/// A status as the listing names it, with the reason of an error.
-fn label(status: &Status) -> (&'static str, Option<&str>) {
-    match status {
-        Status::Loading => ("loading", None),
-        Status::Ready(_) => ("ready", None),
-        Status::Error(reason) => ("error", Some(reason)),
-    }
-}
-
-fn add_status(shown: &mut Map<String, Value>, status: &Status) {
-    let (status, reason) = label(status);
-    shown.insert("status".into(), json!(status));
-    if let Some(reason) = reason {
-        shown.insert("reason".into(), json!(reason));
-    }
+/// A listing's text. Strings, values and JSON rendered before: serializing cannot fail.
+fn to_json(listing: &impl Serialize) -> String {
+    serde_json::to_string(listing).unwrap_or_default()
 }
 
 fn tool_json(tool: &CheckedTool) -> Value {

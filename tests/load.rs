@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::rmcp_server::{Mode, TestServer};
+use support::wait_until;
+
+/// How long the Pack's sessions and tasks get to end after it is dropped.
+const SETTLE: Duration = Duration::from_secs(15);
 
 const SERVERS: usize = 20;
 const CONCURRENT: usize = 200;
@@ -27,14 +31,6 @@ fn rss_kib() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS")
-}
-
-async fn wait_until(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while !done().await {
-        assert!(tokio::time::Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,12 +92,12 @@ async fn many_calls_each_get_their_own_answer_and_nothing_is_left_behind() {
 
     drop(pack);
     for server in &servers {
-        wait_until("every session is deleted", async || {
+        wait_until("every session is deleted", SETTLE, async || {
             server.session_count().await == 0
         })
         .await;
     }
-    wait_until("every task of the Pack has ended", async || {
+    wait_until("every task of the Pack has ended", SETTLE, async || {
         alive_tasks() <= tasks_before
     })
     .await;

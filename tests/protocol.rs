@@ -8,6 +8,7 @@ use std::time::Duration;
 use runvil_plugin::ToolError;
 use serde_json::{Value, json};
 use support::hostile::{self, Hostile, Request, Script, Step, http, mcp, result_for};
+use support::wait_until;
 
 const SETTLE: Duration = Duration::from_secs(10);
 
@@ -396,14 +397,13 @@ async fn dropping_the_pack_ends_the_session_with_delete() {
     .await;
     let pack = ready_pack(&server).await;
     drop(pack);
-    let deadline = tokio::time::Instant::now() + SETTLE;
-    let delete = loop {
-        if let Some(delete) = server.requests().into_iter().find(|r| r.method == "DELETE") {
-            break delete;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no DELETE was sent");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let is_delete = |r: &Request| r.method == "DELETE";
+    wait_until("no DELETE was sent", SETTLE, async || {
+        server.requests().iter().any(is_delete)
+    })
+    .await;
+    let requests = server.requests();
+    let delete = requests.iter().find(|r| is_delete(r)).expect("the DELETE");
     assert_eq!(delete.header("mcp-session-id"), Some("s-1"));
     assert_eq!(delete.header("x-secret-header"), Some("h-value-123"));
 }
@@ -447,11 +447,10 @@ async fn a_dropped_call_is_cancelled_before_the_session_ends() {
     }
     // The call future is gone; dropping the Pack at once ends the session.
     drop(pack);
-    let deadline = tokio::time::Instant::now() + SETTLE;
-    while !server.requests().iter().any(|r| r.method == "DELETE") {
-        assert!(tokio::time::Instant::now() < deadline, "no DELETE");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until("no DELETE", SETTLE, async || {
+        server.requests().iter().any(|r| r.method == "DELETE")
+    })
+    .await;
     let order: Vec<String> = server
         .requests()
         .iter()

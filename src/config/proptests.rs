@@ -2,9 +2,12 @@
 //! what an independent reference expansion gives, a refusal names the first variable that is
 //! not set, and no refusal shows a value.
 
+use std::collections::HashMap;
+
 use proptest::prelude::*;
 use serde_json::json;
 
+use super::tests::FakeEnvironment;
 use super::*;
 
 /// Variables that are set. No key, name or generated text contains a non-empty value, so a
@@ -21,19 +24,11 @@ const UNSET: [&str; 3] = ["NOPE", "MISSING_ü", "A B"];
 
 const HOME: &str = "/home/val-home-4444";
 
-struct Env {
-    home: bool,
-}
-
-impl Environment for Env {
-    fn var(&self, name: &str) -> Option<String> {
-        SET.iter()
-            .find(|(set, _)| *set == name)
-            .map(|(_, value)| (*value).to_owned())
-    }
-
-    fn home(&self) -> Option<String> {
-        self.home.then(|| HOME.to_owned())
+/// The environment of [`SET`], with or without a home directory.
+fn env(home: bool) -> FakeEnvironment {
+    FakeEnvironment {
+        vars: HashMap::from(SET),
+        home: home.then_some(HOME),
     }
 }
 
@@ -79,7 +74,11 @@ fn any_raw() -> impl Strategy<Value = String> {
 }
 
 /// What one `${inner}` becomes; the value of a variable is also recorded in `values`.
-fn substitute(inner: &str, env: &Env, values: &mut Vec<String>) -> Result<String, Refusal> {
+fn substitute(
+    inner: &str,
+    env: &FakeEnvironment,
+    values: &mut Vec<String>,
+) -> Result<String, Refusal> {
     if inner == "userHome" {
         return env
             .home()
@@ -101,7 +100,11 @@ fn substitute(inner: &str, env: &Env, values: &mut Vec<String>) -> Result<String
 /// The rule as a recursion over characters: the first `$` `{` that a later `}` closes is a
 /// reference, the text before it is kept, and the rest after the `}` is expanded the same
 /// way; with no such pair, the text is kept whole.
-fn reference(raw: &[char], env: &Env, values: &mut Vec<String>) -> Result<String, Refusal> {
+fn reference(
+    raw: &[char],
+    env: &FakeEnvironment,
+    values: &mut Vec<String>,
+) -> Result<String, Refusal> {
     let open = raw.windows(2).position(|pair| pair == ['$', '{']);
     let Some(open) = open else {
         return Ok(raw.iter().collect());
@@ -117,7 +120,7 @@ fn reference(raw: &[char], env: &Env, values: &mut Vec<String>) -> Result<String
     Ok(before + &middle + &after)
 }
 
-fn run(raw: &str, env: &Env) -> (Result<String, Refusal>, Vec<String>) {
+fn run(raw: &str, env: &FakeEnvironment) -> (Result<String, Refusal>, Vec<String>) {
     let mut secrets = Vec::new();
     let got = expand(raw, "k", env, &mut secrets);
     let exposed = secrets.iter().map(|s| s.expose().to_owned()).collect();
@@ -141,7 +144,7 @@ proptest! {
     /// expanded variables' values are kept as secrets, in order.
     #[test]
     fn expansion_matches_the_reference(raw in any_raw(), home in any::<bool>()) {
-        let env = Env { home };
+        let env = env(home);
         let chars: Vec<char> = raw.chars().collect();
         let mut values = Vec::new();
         let want = reference(&chars, &env, &mut values);
@@ -160,7 +163,7 @@ proptest! {
         unterminated in prop::option::of(plain_text()),
         home in any::<bool>(),
     ) {
-        let env = Env { home };
+        let env = env(home);
         let mut values = Vec::new();
         let mut want = Ok(String::new());
         for fragment in &fragments {
@@ -198,7 +201,7 @@ proptest! {
             "s": {"url": url, "headers": {"X-K": header}},
             "t": {"url": header},
         });
-        let entries = parse(&config, &Env { home }).expect("an object");
+        let entries = parse(&config, &env(home)).expect("an object");
         for (_, entry) in entries {
             match entry {
                 Entry::Refused(refusal) => {

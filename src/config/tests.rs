@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 
 use super::*;
 
-struct FakeEnvironment {
-    vars: HashMap<&'static str, &'static str>,
-    home: Option<&'static str>,
+pub(super) struct FakeEnvironment {
+    pub(super) vars: HashMap<&'static str, &'static str>,
+    pub(super) home: Option<&'static str>,
 }
 
 impl Environment for FakeEnvironment {

@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use super::tests;
 use super::*;
 
 /// Text made to be hostile: any character, plus escape sequences, C0 and C1 controls,
@@ -115,11 +116,13 @@ fn any_result() -> impl Strategy<Value = Value> {
 
 /// The tool every result is converted for, with or without an output schema.
 fn tool(output_schema: bool) -> Arc<CheckedTool> {
-    let mut tool = json!({"name": "t", "inputSchema": {"type": "object"}});
-    if output_schema {
-        tool["outputSchema"] = json!({"type": "object", "properties": {"n": {"type": "string"}}});
-    }
-    let set = check_tools(vec![Untrusted::new(json!({ "tools": [tool] }))]);
+    let extra = match output_schema {
+        true => {
+            json!({"outputSchema": {"type": "object", "properties": {"n": {"type": "string"}}}})
+        }
+        false => json!({}),
+    };
+    let set = tests::checked(vec![tests::tool(extra)]);
     Arc::clone(set.tools.get("t").expect("the tool is valid"))
 }
 

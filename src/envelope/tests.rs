@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::*;
 
-fn tool(extra: Value) -> Value {
+pub(super) fn tool(extra: Value) -> Value {
     let mut tool = json!({"name": "t", "inputSchema": {"type": "object"}});
     for (k, v) in extra.as_object().expect("object") {
         tool[k] = v.clone();
@@ -12,7 +12,7 @@ fn tool(extra: Value) -> Value {
     tool
 }
 
-fn checked(tools: Vec<Value>) -> ToolSet {
+pub(super) fn checked(tools: Vec<Value>) -> ToolSet {
     check_tools(vec![Untrusted::new(json!({ "tools": tools }))])
 }
 

@@ -58,6 +58,15 @@ pub async fn status(pack: &Arc<dyn Pack>, namespace: &str) -> Value {
         .expect("the namespace is listed")
 }
 
+/// Waits until `done` holds, failing the test with `what` after `within`.
+pub async fn wait_until(what: &str, within: Duration, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Waits (up to `within`) until `namespace` is no longer `loading`, and returns its entry.
 pub async fn settled(pack: &Arc<dyn Pack>, namespace: &str, within: Duration) -> Value {
     let deadline = tokio::time::Instant::now() + within;
