@@ -87,7 +87,7 @@ pub struct DependencyGraph {
 }
 
 /// Parses the output of `cargo tree --prefix indent --charset ascii --format {p}` for one
-/// package (see [`cargo_tree_args`]): one crate a line, indented four characters a level,
+/// package (see [`CARGO_TREE_ARGS`]): one crate a line, indented four characters a level,
 /// `[build-dependencies]` lines opening the build dependencies of the crate above them, and
 /// `(*)` marking a crate whose dependencies were already listed.
 pub fn parse_cargo_tree(text: &str) -> Result<DependencyGraph, String> {
@@ -436,41 +436,38 @@ pub fn generate(root: &Path) -> Result<(String, Vec<Entry>), String> {
 }
 
 /// The arguments of the `cargo tree` run [`parse_cargo_tree`] reads (`--offline` aside).
-pub fn cargo_tree_args() -> Vec<String> {
-    [
-        "tree",
-        "--package",
-        ALLOW_LISTED_PACKAGE,
-        "--edges",
-        "normal,build",
-        "--target",
-        TARGET_PLATFORM,
-        "--prefix",
-        "indent",
-        "--charset",
-        "ascii",
-        "--format",
-        "{p}",
-        "--locked",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect()
+pub const CARGO_TREE_ARGS: [&str; 14] = [
+    "tree",
+    "--package",
+    ALLOW_LISTED_PACKAGE,
+    "--edges",
+    "normal,build",
+    "--target",
+    TARGET_PLATFORM,
+    "--prefix",
+    "indent",
+    "--charset",
+    "ascii",
+    "--format",
+    "{p}",
+    "--locked",
+];
+
+/// Runs `cargo tree` ([`CARGO_TREE_ARGS`]) in `root`.
+fn cargo_tree(root: &Path) -> Result<String, String> {
+    String::from_utf8(run_cargo(root, &CARGO_TREE_ARGS)?)
+        .map_err(|error| format!("cargo tree printed invalid UTF-8: {error}"))
 }
 
-/// Runs `cargo tree` ([`cargo_tree_args`]) in `root`.
-fn cargo_tree(root: &Path) -> Result<String, String> {
-    let args = cargo_tree_args();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    String::from_utf8(run_cargo(root, &args)?)
-        .map_err(|error| format!("cargo tree printed invalid UTF-8: {error}"))
+/// Whether the inventory under `root` is `rendered`.
+fn is_written(root: &Path, rendered: &str) -> bool {
+    fs::read_to_string(root.join(INVENTORY_PATH)).is_ok_and(|written| written == rendered)
 }
 
 /// Whether `audit/dependencies.md` under `root` is what [`generate`] writes.
 pub fn is_current(root: &Path) -> Result<bool, String> {
     let (rendered, _) = generate(root)?;
-    let path = root.join(INVENTORY_PATH);
-    Ok(fs::read_to_string(&path).is_ok_and(|written| written == rendered))
+    Ok(is_written(root, &rendered))
 }
 
 /// The subcommand's entry point: `audit` writes the inventory; `audit --check` only says
@@ -492,8 +489,8 @@ pub fn command(args: &[String]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let current = is_written(&root, &rendered);
     let path = root.join(INVENTORY_PATH);
-    let current = fs::read_to_string(&path).is_ok_and(|written| written == rendered);
     if check_only {
         if current {
             println!(
