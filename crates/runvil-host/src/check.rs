@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use crate::cli::Source;
 use crate::discovery;
 use crate::host::{self, EXIT_OK, EXIT_OTHER};
+use crate::progress;
 
 /// One entry's verdict.
 #[derive(Debug, PartialEq)]
@@ -79,15 +80,13 @@ fn verdicts(servers: Value) -> Result<Vec<Verdict>, String> {
     };
     let listing: Value = serde_json::from_str(&answer.map_err(|e| e.to_string())?)
         .map_err(|e| format!("the Pack's listing is not JSON: {e}"))?;
-    let string = |value: &Value| value.as_str().unwrap_or_default().to_owned();
-    Ok(listing["servers"]
-        .as_array()
+    Ok(progress::listed_servers(&listing)
         .into_iter()
-        .flatten()
         .map(|s| Verdict {
             // A config can hold control characters; they are not for a terminal.
-            namespace: string(&s["namespace"]).escape_debug().to_string(),
-            refused: (s["status"] == "error").then(|| string(&s["reason"])),
+            namespace: s.namespace.escape_debug().to_string(),
+            // An entry in error has no tools: its detail is the reason.
+            refused: (s.status == "error").then_some(s.detail),
         })
         .collect())
 }

@@ -35,11 +35,11 @@ impl Write for LogWriter {
 
 /// One server as the listing shows it.
 #[derive(Debug, Clone, PartialEq)]
-struct Server {
-    namespace: String,
-    status: String,
+pub(crate) struct Server {
+    pub(crate) namespace: String,
+    pub(crate) status: String,
     /// `N tools` when ready, the reason when in error, empty while loading.
-    detail: String,
+    pub(crate) detail: String,
 }
 
 /// Waits until no server (or `only` that one) is `loading`, or `wait` passes, showing each
@@ -69,12 +69,18 @@ async fn servers(pack: &Arc<dyn Pack>, only: Option<&str>) -> Vec<Server> {
         return Vec::new();
     };
     let listing: Value = serde_json::from_str(&text).unwrap_or_default();
+    let mut servers = listed_servers(&listing);
+    servers.retain(|s| only.is_none_or(|name| s.namespace == name));
+    servers
+}
+
+/// The servers of a `get_dynamic_tools {}` answer, in its order.
+pub(crate) fn listed_servers(listing: &Value) -> Vec<Server> {
     let string = |value: &Value| value.as_str().unwrap_or_default().to_owned();
     listing["servers"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|s| only.is_none_or(|name| s["namespace"] == name))
         .map(|s| Server {
             namespace: string(&s["namespace"]),
             status: string(&s["status"]),
