@@ -3,10 +3,10 @@
 //! Everything a server sends arrives as [`Untrusted`], whose contents only this module can
 //! open. Tool definitions come out as a checked [`ToolSet`] (names checked, descriptions
 //! cleaned and capped, schemas bounded), results as cleaned and capped text. Cleaning removes
-//! what can deceive a reader without being seen: terminal escape sequences, control
-//! characters, bidirectional overrides and zero-width characters. The envelope does not judge
-//! whether a description's words are honest; it guarantees what the model sees is all there
-//! is to see, within bounds.
+//! what can deceive a reader without being seen: terminal escape sequences, and the control
+//! and invisible characters that [`chars`] finds by their Unicode properties. The envelope
+//! does not judge whether a description's words are honest; it guarantees what the model sees
+//! is all there is to see, within bounds.
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -20,6 +20,8 @@ use crate::policy::{
     MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
     MAX_TOOL_NAME_CHARS, MAX_VIOLATIONS_IN_ERROR,
 };
+
+mod chars;
 
 /// Data from a server that no model may see before this module checks it.
 #[derive(Debug)]
@@ -127,8 +129,14 @@ fn check_tool(tool: Value) -> Result<CheckedTool, Rejected> {
             &format!("a name longer than {MAX_TOOL_NAME_CHARS} characters"),
         ));
     }
-    if name.chars().any(|c| c.is_control() || is_invisible(c)) {
-        return Err(reject(&name, "a name with control or invisible characters"));
+    if let Some(c) = name.chars().find(|&c| !chars::is_name_char(c)) {
+        return Err(reject(
+            &name,
+            &format!(
+                "a name with U+{:04X}; a tool name may hold only A-Z, a-z, 0-9, _, - and .",
+                u32::from(c)
+            ),
+        ));
     }
     let description = ["description", "title"]
         .iter()
@@ -359,16 +367,9 @@ fn truncate(text: String, max: usize) -> String {
     format!("{}\n[... {} characters cut]", &text[..cut], total - max)
 }
 
-/// Characters that change what text shows without being seen: bidirectional controls,
-/// zero-width characters, and Unicode tags.
-fn is_invisible(c: char) -> bool {
-    matches!(c,
-        '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{180E}' | '\u{E0000}'..='\u{E007F}')
-}
-
 /// Removes terminal escape sequences (CSI, OSC, DCS and the rest, 7- and 8-bit), control
-/// characters other than newline and tab, and invisible characters.
+/// characters other than newline and tab, and invisible characters, and makes every other
+/// space an ordinary one (see [`chars`]).
 pub(crate) fn clean_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -386,8 +387,7 @@ pub(crate) fn clean_text(text: &str) -> String {
             },
             '\u{9B}' => skip_csi(&mut chars),
             '\u{9D}' | '\u{90}' | '\u{98}' | '\u{9E}' | '\u{9F}' => skip_string(&mut chars),
-            c if c.is_control() || is_invisible(c) => {}
-            c => out.push(c),
+            c => out.extend(chars::shown(c)),
         }
         rest = chars.as_str();
     }
@@ -445,16 +445,16 @@ fn skip_string(chars: &mut std::str::Chars<'_>) {
     }
 }
 
-/// Text for a log line: every control and invisible character escaped, newlines included.
-/// tracing writes field values as they are, so a server could otherwise move the cursor,
-/// retitle the terminal or forge a line in the Host's logs.
+/// Text for a log line: every character that cleaning would change escaped, newlines
+/// included. tracing writes field values as they are, so a server could otherwise move the
+/// cursor, retitle the terminal, forge a line in the Host's logs or hide text in it.
 pub(crate) fn log_safe(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_control() || is_invisible(c) {
-            out.extend(c.escape_default());
-        } else {
+        if !c.is_control() && chars::shown(c) == Some(c) {
             out.push(c);
+        } else {
+            out.extend(c.escape_default());
         }
     }
     out

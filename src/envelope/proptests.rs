@@ -9,7 +9,7 @@ use super::tests;
 use super::*;
 
 /// Text made to be hostile: any character, plus escape sequences, C0 and C1 controls,
-/// bidirectional overrides and zero-width characters.
+/// bidirectional overrides, zero-width and other invisible characters, and unusual spaces.
 fn hostile_text() -> impl Strategy<Value = String> {
     let piece = prop_oneof![
         4 => any::<char>().prop_map(String::from),
@@ -18,7 +18,9 @@ fn hostile_text() -> impl Strategy<Value = String> {
             "\u{1b}[31m", "\u{1b}[", "\u{1b}]0;title\u{7}", "\u{1b}]8;;http://x\u{1b}\\",
             "\u{1b}P", "\u{1b}", "\u{9b}2J", "\u{9d}", "\u{9c}", "\u{90}", "\u{85}", "\u{7f}",
             "\0", "\r", "\n", "\t", "\u{7}", "\u{8}", "\u{202e}", "\u{2066}", "\u{200b}",
-            "\u{feff}", "\u{e0041}", "\u{61c}", "\u{180e}", "\n\n",
+            "\u{feff}", "\u{e0041}", "\u{61c}", "\u{180e}", "\n\n", "\u{ad}", "\u{34f}",
+            "\u{3164}", "\u{fe0f}", "\u{e0100}", "\u{2028}", "\u{2029}", "\u{fff9}", "\u{2065}",
+            "\u{a0}", "\u{3000}", "\u{1680}",
         ])
         .prop_map(str::to_owned),
     ];
@@ -132,18 +134,18 @@ fn text_of(outcome: Outcome) -> String {
     }
 }
 
-/// Only newline and tab among the control characters, and nothing invisible.
+/// Only characters that cleaning keeps as they are: no control but newline and tab, nothing
+/// invisible, no space but the ordinary one.
 fn assert_clean(text: &str) -> Result<(), TestCaseError> {
-    let bad = text
-        .chars()
-        .find(|&c| (c.is_control() && c != '\n' && c != '\t') || is_invisible(c));
+    let bad = text.chars().find(|&c| chars::shown(c) != Some(c));
     prop_assert!(bad.is_none(), "{:?} in {:?}", bad, text);
     Ok(())
 }
 
-/// Text with no control or invisible character, so cleaning leaves it as it is.
+/// Text that cleaning leaves as it is.
 fn plain_text() -> impl Strategy<Value = String> {
-    "[^\\p{Cc}\u{61c}\u{180e}\u{200b}-\u{200f}\u{202a}-\u{202e}\u{2060}-\u{2064}\u{2066}-\u{2069}\u{feff}\u{e0000}-\u{e007f}]{0,12}"
+    let kept = any::<char>().prop_filter("kept as it is", |&c| chars::shown(c) == Some(c));
+    prop::collection::vec(kept, 0..12).prop_map(String::from_iter)
 }
 
 /// The cleaning rules as a state machine, one char at a time: the reference that
@@ -170,9 +172,7 @@ fn clean_reference(text: &str) -> String {
             (State::Text, '\u{9b}') => State::Csi,
             (State::Text, '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}') => State::String,
             (State::Text, c) => {
-                if matches!(c, '\n' | '\t') || !(c.is_control() || is_invisible(c)) {
-                    out.push(c);
-                }
+                out.extend(chars::shown(c));
                 State::Text
             }
             (State::Escape, '[') => State::Csi,
@@ -250,8 +250,8 @@ proptest! {
         }
     }
 
-    /// Any `tools/list` pages check without panicking; an accepted tool has a clean name
-    /// within the limit, and a clean description.
+    /// Any `tools/list` pages check without panicking; an accepted tool has a name within
+    /// the limit and of the allowed characters, and a clean description.
     #[test]
     fn any_tool_pages_check_cleanly(
         pages in prop::collection::vec(
@@ -271,7 +271,7 @@ proptest! {
         let set = check_tools(pages.into_iter().map(Untrusted::new).collect());
         for (name, tool) in &set.tools {
             prop_assert!(!name.is_empty() && name.chars().count() <= MAX_TOOL_NAME_CHARS);
-            assert_clean(name)?;
+            prop_assert!(name.chars().all(chars::is_name_char), "{:?}", name);
             assert_clean(&tool.description)?;
         }
         for rejected in &set.rejected {

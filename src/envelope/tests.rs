@@ -1,5 +1,10 @@
 //! The envelope's checks, one rule a test.
 
+use icu_properties::props::{
+    DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup, VariationSelector,
+    WhiteSpace,
+};
+use icu_properties::{CodePointMapData, CodePointSetData};
 use serde_json::{Value, json};
 
 use super::*;
@@ -43,9 +48,77 @@ fn cleaning_removes_escapes_controls_and_invisible_characters() {
         ("abc\u{202e}fed\u{2066}x\u{2069}", "abcfedx"),
         ("zero\u{200b}width\u{feff}\u{2060}", "zerowidth"),
         ("tag\u{e0041}\u{e0042}s", "tags"),
+        // What a list of examples let through: the soft hyphen, the combining grapheme
+        // joiner, Hangul fillers, a Khmer inherent vowel, Mongolian and other variation
+        // selectors, line and paragraph separators, interlinear annotations, and an
+        // unassigned ignorable code point.
+        ("so\u{ad}ft\u{34f}", "soft"),
+        ("han\u{115f}\u{1160}\u{3164}\u{ffa0}gul", "hangul"),
+        ("km\u{17b4}\u{17b5}er", "kmer"),
+        ("mon\u{180b}\u{180f}gol", "mongol"),
+        ("vs\u{fe00}\u{fe0f}\u{e0100}\u{e01ef}", "vs"),
+        ("line\u{2028}para\u{2029}", "linepara"),
+        ("\u{fff9}annotated\u{fffa}ruby\u{fffb}", "annotatedruby"),
+        ("un\u{2065}assigned", "unassigned"),
+        // Other spaces become ordinary ones.
+        ("no\u{a0}break\u{3000}ideographic\u{2003}em", "no break ideographic em"),
     ];
     for (dirty, clean) in cases {
         assert_eq!(clean_text(dirty), clean, "{dirty:?}");
+    }
+}
+
+/// The Unicode data's own answer, read as ranges (not by the lookups that cleaning makes):
+/// the code points whose General_Category is Cc, Cf, Zl or Zp, or that are
+/// Default_Ignorable_Code_Point or Variation_Selector; and the spaces (Zs).
+fn hidden_and_spaces() -> (Vec<bool>, Vec<bool>) {
+    fn mark(ranges: impl Iterator<Item = std::ops::RangeInclusive<u32>>) -> Vec<bool> {
+        let mut set = vec![false; 0x11_0000];
+        for code_point in ranges.flatten() {
+            set[code_point as usize] = true;
+        }
+        set
+    }
+    let category = CodePointMapData::<GeneralCategory>::new();
+    let hidden_categories = [
+        GeneralCategoryGroup::Control,
+        GeneralCategoryGroup::Format,
+        GeneralCategoryGroup::LineSeparator,
+        GeneralCategoryGroup::ParagraphSeparator,
+    ];
+    let hidden = mark(
+        hidden_categories
+            .into_iter()
+            .flat_map(|group| category.iter_ranges_for_group(group))
+            .chain(CodePointSetData::new::<DefaultIgnorableCodePoint>().iter_ranges())
+            .chain(CodePointSetData::new::<VariationSelector>().iter_ranges()),
+    );
+    let spaces = mark(category.iter_ranges_for_value(GeneralCategory::SpaceSeparator));
+    (hidden, spaces)
+}
+
+/// Every code point, alone: cleaning removes exactly the hidden ones (but newline and tab),
+/// makes every space an ordinary one, keeps the rest, and so keeps no whitespace but space,
+/// newline and tab; a log line escapes exactly what cleaning would change.
+#[test]
+fn every_code_point_is_cleaned_by_its_unicode_properties() {
+    let (hidden, spaces) = hidden_and_spaces();
+    let white_space = CodePointSetData::new::<WhiteSpace>();
+    for c in (0..=0x10_FFFF_u32).filter_map(char::from_u32) {
+        let want = match c {
+            '\n' | '\t' => Some(c),
+            c if hidden[c as usize] => None,
+            c if spaces[c as usize] => Some(' '),
+            c => Some(c),
+        };
+        let cleaned = clean_text(&c.to_string());
+        assert_eq!(cleaned, want.map(String::from).unwrap_or_default(), "{c:?}");
+        if let Some(kept) = want {
+            assert!(!white_space.contains(kept) || matches!(kept, ' ' | '\n' | '\t'), "{c:?}");
+        }
+        let logged = log_safe(&c.to_string());
+        let as_is = want == Some(c) && !matches!(c, '\n' | '\t');
+        assert_eq!(logged == c.to_string(), as_is, "{c:?} logged as {logged:?}");
     }
 }
 
@@ -100,13 +173,54 @@ fn names_are_checked_and_duplicates_dropped() {
         reasons[2],
         (
             "bad\\u{1b}[2J",
-            "a name with control or invisible characters"
+            "a name with U+001B; a tool name may hold only A-Z, a-z, 0-9, _, - and ."
         )
     );
     assert_eq!(reasons[4], ("", "a tool without a string name"));
     assert_eq!(reasons[5], ("dup", "a second tool with the same name"));
     assert_eq!(reasons[0].1, "a name longer than 128 characters");
     assert!(reasons[0].0.ends_with("characters cut]"));
+}
+
+/// Names hold only what the MCP specification recommends: every other class of character is
+/// refused, naming the first one that is not allowed.
+#[test]
+fn names_hold_only_the_characters_mcp_recommends() {
+    let allowed = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.";
+    let refused = [
+        ('\u{7}', "U+0007"),    // C0 control
+        ('\u{85}', "U+0085"),   // C1 control
+        ('\u{200b}', "U+200B"), // format: zero width
+        ('\u{202e}', "U+202E"), // format: bidirectional
+        ('\u{e0041}', "U+E0041"), // format: tag
+        ('\u{ad}', "U+00AD"),   // format: soft hyphen
+        ('\u{fe0f}', "U+FE0F"), // variation selector
+        ('\u{3164}', "U+3164"), // default ignorable letter: Hangul filler
+        ('\u{2028}', "U+2028"), // line separator
+        (' ', "U+0020"),        // space
+        ('\u{a0}', "U+00A0"),   // other space
+        ('é', "U+00E9"),        // a letter outside ASCII
+        ('\u{430}', "U+0430"),  // a Cyrillic letter that looks like `a`
+        ('/', "U+002F"),        // punctuation
+        (',', "U+002C"),
+        (':', "U+003A"),
+    ];
+    let mut tools = vec![tool(json!({"name": allowed}))];
+    tools.extend(
+        refused
+            .iter()
+            .map(|(c, _)| tool(json!({"name": format!("ok{c}")}))),
+    );
+    let set = checked(tools);
+    assert_eq!(set.tools.keys().collect::<Vec<_>>(), [allowed]);
+    let reasons: Vec<&str> = set.rejected.iter().map(|r| r.reason.as_str()).collect();
+    let want: Vec<String> = refused
+        .iter()
+        .map(|(_, code)| {
+            format!("a name with {code}; a tool name may hold only A-Z, a-z, 0-9, _, - and .")
+        })
+        .collect();
+    assert_eq!(reasons, want);
 }
 
 #[test]
