@@ -377,19 +377,19 @@ pub(crate) fn clean_text(text: &str) -> String {
         // Results are mostly runs of plain text: copy each run whole.
         let plain = plain_len(rest.as_bytes());
         out.push_str(&rest[..plain]);
-        let mut chars = rest[plain..].chars();
-        let Some(c) = chars.next() else { break };
+        let mut tail = rest[plain..].chars();
+        let Some(c) = tail.next() else { break };
         match c {
-            '\u{1B}' => match chars.next() {
-                Some('[') => skip_csi(&mut chars),
-                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
+            '\u{1B}' => match tail.next() {
+                Some('[') => skip_csi(&mut tail),
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut tail),
                 _ => {} // a two-character escape
             },
-            '\u{9B}' => skip_csi(&mut chars),
-            '\u{9D}' | '\u{90}' | '\u{98}' | '\u{9E}' | '\u{9F}' => skip_string(&mut chars),
+            '\u{9B}' => skip_csi(&mut tail),
+            '\u{9D}' | '\u{90}' | '\u{98}' | '\u{9E}' | '\u{9F}' => skip_string(&mut tail),
             c => out.extend(chars::shown(c)),
         }
-        rest = chars.as_str();
+        rest = tail.as_str();
     }
     out
 }

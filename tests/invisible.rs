@@ -29,7 +29,14 @@ fn with_hidden(text: &str, hidden: &str) -> String {
 /// `secret` with an invisible character after each of its characters: variation selectors, a
 /// soft hyphen, a combining grapheme joiner, a Hangul filler and an unassigned ignorable.
 fn split(secret: &str) -> String {
-    let fillers = ['\u{fe0f}', '\u{ad}', '\u{e0100}', '\u{34f}', '\u{3164}', '\u{2065}'];
+    let fillers = [
+        '\u{fe0f}',
+        '\u{ad}',
+        '\u{e0100}',
+        '\u{34f}',
+        '\u{3164}',
+        '\u{2065}',
+    ];
     secret
         .chars()
         .zip(fillers.iter().cycle())

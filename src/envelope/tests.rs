@@ -1,8 +1,7 @@
 //! The envelope's checks, one rule a test.
 
 use icu_properties::props::{
-    DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup, VariationSelector,
-    WhiteSpace,
+    DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup, VariationSelector, WhiteSpace,
 };
 use icu_properties::{CodePointMapData, CodePointSetData};
 use serde_json::{Value, json};
@@ -61,7 +60,10 @@ fn cleaning_removes_escapes_controls_and_invisible_characters() {
         ("\u{fff9}annotated\u{fffa}ruby\u{fffb}", "annotatedruby"),
         ("un\u{2065}assigned", "unassigned"),
         // Other spaces become ordinary ones.
-        ("no\u{a0}break\u{3000}ideographic\u{2003}em", "no break ideographic em"),
+        (
+            "no\u{a0}break\u{3000}ideographic\u{2003}em",
+            "no break ideographic em",
+        ),
     ];
     for (dirty, clean) in cases {
         assert_eq!(clean_text(dirty), clean, "{dirty:?}");
@@ -114,7 +116,10 @@ fn every_code_point_is_cleaned_by_its_unicode_properties() {
         let cleaned = clean_text(&c.to_string());
         assert_eq!(cleaned, want.map(String::from).unwrap_or_default(), "{c:?}");
         if let Some(kept) = want {
-            assert!(!white_space.contains(kept) || matches!(kept, ' ' | '\n' | '\t'), "{c:?}");
+            assert!(
+                !white_space.contains(kept) || matches!(kept, ' ' | '\n' | '\t'),
+                "{c:?}"
+            );
         }
         let logged = log_safe(&c.to_string());
         let as_is = want == Some(c) && !matches!(c, '\n' | '\t');
@@ -188,20 +193,20 @@ fn names_are_checked_and_duplicates_dropped() {
 fn names_hold_only_the_characters_mcp_recommends() {
     let allowed = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.";
     let refused = [
-        ('\u{7}', "U+0007"),    // C0 control
-        ('\u{85}', "U+0085"),   // C1 control
-        ('\u{200b}', "U+200B"), // format: zero width
-        ('\u{202e}', "U+202E"), // format: bidirectional
+        ('\u{7}', "U+0007"),      // C0 control
+        ('\u{85}', "U+0085"),     // C1 control
+        ('\u{200b}', "U+200B"),   // format: zero width
+        ('\u{202e}', "U+202E"),   // format: bidirectional
         ('\u{e0041}', "U+E0041"), // format: tag
-        ('\u{ad}', "U+00AD"),   // format: soft hyphen
-        ('\u{fe0f}', "U+FE0F"), // variation selector
-        ('\u{3164}', "U+3164"), // default ignorable letter: Hangul filler
-        ('\u{2028}', "U+2028"), // line separator
-        (' ', "U+0020"),        // space
-        ('\u{a0}', "U+00A0"),   // other space
-        ('é', "U+00E9"),        // a letter outside ASCII
-        ('\u{430}', "U+0430"),  // a Cyrillic letter that looks like `a`
-        ('/', "U+002F"),        // punctuation
+        ('\u{ad}', "U+00AD"),     // format: soft hyphen
+        ('\u{fe0f}', "U+FE0F"),   // variation selector
+        ('\u{3164}', "U+3164"),   // default ignorable letter: Hangul filler
+        ('\u{2028}', "U+2028"),   // line separator
+        (' ', "U+0020"),          // space
+        ('\u{a0}', "U+00A0"),     // other space
+        ('é', "U+00E9"),          // a letter outside ASCII
+        ('\u{430}', "U+0430"),    // a Cyrillic letter that looks like `a`
+        ('/', "U+002F"),          // punctuation
         (',', "U+002C"),
         (':', "U+003A"),
     ];
