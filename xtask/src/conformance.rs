@@ -9,7 +9,8 @@
 //! `--expected-failures` naming the one baseline, [`BASELINE_PATH`]: the scenarios allowed to
 //! fail, each with its reason. The runs are judged together ([`verdict`]): a failure the
 //! baseline does not list, a listed scenario that passes everywhere, or a listed scenario no
-//! run has, fails the command.
+//! run has, fails the command. A scenario fails if the suite fails it or if the client failed
+//! in it, which the suite alone does not count ([`client_failure`]).
 //!
 //! It prints each scenario's result per run and a summary (the scenarios the revision
 //! requires, from the suite's `requirements/<revision>.yaml`, and all of them). Each
@@ -121,11 +122,22 @@ fn run(root: &Path) -> Result<bool, String> {
         };
         eprintln!("conformance: running `client {}`", run.args.join(" "));
         let started = Instant::now();
-        let scenarios = run_suite(&tools, &client, &baseline, run)?;
+        let mut scenarios = run_suite(&tools, &client, &baseline, run)?;
         let seconds = started.elapsed().as_secs();
         println!("\nconformance: {} ({seconds} s)", run.label);
-        for (scenario, outcome) in &scenarios {
+        let results_dir = tools.results.join(run.label);
+        for (scenario, outcome) in &mut scenarios {
+            let failure = match outcome {
+                Outcome::Passed => client_failure(&results_dir, scenario),
+                _ => None,
+            };
+            if failure.is_some() {
+                *outcome = Outcome::Failed;
+            }
             println!("  {}", scenario_line(scenario, *outcome, &listed));
+            if let Some(failure) = failure {
+                println!("            the suite's checks passed, but the client failed: {failure}");
+            }
         }
         println!(
             "conformance: {}: {}",
@@ -144,6 +156,27 @@ fn run(root: &Path) -> Result<bool, String> {
         tools.results.display()
     );
     Ok(verdict.passed())
+}
+
+/// The first line `conformance-client` wrote on stderr in `scenario`'s run, whose results are
+/// in `<results>/<scenario>-<timestamp>/`; `None` if it wrote nothing. In suite mode the suite
+/// judges a scenario by its checks alone and ignores the client's exit code, so a client that
+/// failed after the checks it needed (an `initialize` that is all a check looks at) would
+/// pass; the client writes on stderr exactly when it fails, which catches that.
+fn client_failure(results: &Path, scenario: &str) -> Option<String> {
+    let path = results.join(scenario);
+    let prefix = format!("{}-", path.file_name()?.to_str()?);
+    let runs = fs::read_dir(path.parent()?).ok()?.flatten();
+    runs.filter(|entry| {
+        let name = entry.file_name();
+        let stamp = name.to_str().and_then(|name| name.strip_prefix(&prefix));
+        stamp.is_some_and(|stamp| stamp.starts_with(|c: char| c.is_ascii_digit()))
+    })
+    .find_map(|entry| {
+        let stderr = fs::read_to_string(entry.path().join("stderr.txt")).ok()?;
+        let line = stderr.lines().find(|line| !line.trim().is_empty())?;
+        Some(line.trim().to_owned())
+    })
 }
 
 /// One scenario's line in a run's report.
@@ -415,6 +448,43 @@ mod tests {
             scenario_line("x", Outcome::Passed, &listed),
             "pass      x  (listed in the baseline)"
         );
+    }
+
+    #[test]
+    fn a_client_that_wrote_on_stderr_failed() {
+        let results = std::env::temp_dir().join(format!("conformance-{}", std::process::id()));
+        let write = |dir: &str, stderr: &str| {
+            let dir = results.join(dir);
+            fs::create_dir_all(&dir).and_then(|()| fs::write(dir.join("stderr.txt"), stderr))
+        };
+        let written = [
+            write(
+                "tools_call-2026-11-30T23-06-10-016Z",
+                "\n`server` is in error: 400\nmore\n",
+            ),
+            write(
+                "tools_call-extra-2026-11-30T23-06-10-016Z",
+                "not this one\n",
+            ),
+            write("initialize-2026-11-30T23-06-10-016Z", ""),
+            write("auth/basic-cimd-2026-11-30T23-06-10-016Z", "401\n"),
+        ];
+        assert!(written.iter().all(Result::is_ok));
+        assert_eq!(
+            client_failure(&results, "tools_call"),
+            Some("`server` is in error: 400".to_owned())
+        );
+        assert_eq!(
+            client_failure(&results, "tools_call-extra"),
+            Some("not this one".to_owned())
+        );
+        assert_eq!(client_failure(&results, "initialize"), None);
+        assert_eq!(
+            client_failure(&results, "auth/basic-cimd"),
+            Some("401".to_owned())
+        );
+        assert_eq!(client_failure(&results, "sse-retry"), None);
+        let _ = fs::remove_dir_all(&results);
     }
 
     #[test]

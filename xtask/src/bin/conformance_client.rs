@@ -12,7 +12,9 @@
 //! revision is the Pack's and the Pack has no setting that pins one.
 //!
 //! It prints what the user saw on stdout (the server's tools, each call's answer) and exits 0,
-//! or exits 1 with every failure on stderr.
+//! or exits 1 with every failure on stderr. It writes on stderr only when it fails: the
+//! harness reads that from the suite's results, because in suite mode the suite ignores the
+//! client's exit code.
 
 // A command-line client: what it prints on stdout is its result.
 #![allow(clippy::print_stdout)]
@@ -39,7 +41,7 @@ enum Errand {
     Look,
     /// Calls these tools, in order, with these arguments.
     Call(Vec<(String, Value)>),
-    /// Calls every tool the Pack lists, with no arguments.
+    /// Calls every tool the Pack lists, filling in each required argument.
     CallEach,
     /// Calls `to` with the input schema the Pack lists for `of`, as `{"schema": ...}`.
     EchoSchema { of: &'static str, to: &'static str },
@@ -139,9 +141,12 @@ async fn run(pack: &Arc<dyn Pack>, errand: Errand) -> Vec<String> {
     let calls = match errand {
         Errand::Look => Vec::new(),
         Errand::Call(calls) => calls,
-        Errand::CallEach => tool_names(&listed)
-            .into_iter()
-            .map(|name| (name, json!({})))
+        Errand::CallEach => listed_tools(&listed)
+            .iter()
+            .filter_map(|tool| {
+                let name = tool["name"].as_str()?;
+                Some((name.to_owned(), arguments_for(&tool["inputSchema"])))
+            })
             .collect(),
         Errand::EchoSchema { of, to } => match listed_tool(&listed, of) {
             Some(tool) => vec![(to.to_owned(), json!({"schema": tool["inputSchema"]}))],
@@ -158,21 +163,37 @@ async fn run(pack: &Arc<dyn Pack>, errand: Errand) -> Vec<String> {
     failures
 }
 
-/// The names of the tools in one server's listing.
-fn tool_names(listed: &Value) -> Vec<String> {
-    let tools = listed["tools"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    tools
-        .iter()
-        .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
-        .collect()
+/// The tools in one server's listing.
+fn listed_tools(listed: &Value) -> &[Value] {
+    listed["tools"].as_array().map(Vec::as_slice).unwrap_or(&[])
 }
 
 /// The tool named `name` in one server's listing.
 fn listed_tool<'a>(listed: &'a Value, name: &str) -> Option<&'a Value> {
-    listed["tools"]
-        .as_array()?
+    listed_tools(listed)
         .iter()
         .find(|tool| tool["name"] == name)
+}
+
+/// The arguments a user fills in for a tool with this input schema: each required property,
+/// with a value of its declared type.
+fn arguments_for(schema: &Value) -> Value {
+    let required = schema["required"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let arguments = required.iter().filter_map(Value::as_str).map(|name| {
+        let value = match schema["properties"][name]["type"].as_str() {
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            Some("object") => json!({}),
+            Some("array") => json!([]),
+            Some("null") => Value::Null,
+            _ => json!("example"),
+        };
+        (name.to_owned(), value)
+    });
+    Value::Object(arguments.collect())
 }
 
 #[cfg(test)]
@@ -207,17 +228,32 @@ mod tests {
     }
 
     #[test]
-    fn reads_names_and_tools_from_a_server_listing() {
+    fn finds_tools_in_a_server_listing() {
         let listed = json!({"namespace": "server", "status": "ready", "tools": [
             {"name": "a", "inputSchema": {"type": "object"}},
             {"name": "b", "inputSchema": {"$defs": {}}}
         ], "rejected": [{"name": "c", "reason": "r"}]});
-        assert_eq!(tool_names(&listed), ["a", "b"]);
+        assert_eq!(listed_tools(&listed).len(), 2);
         assert_eq!(
             listed_tool(&listed, "b").map(|tool| &tool["inputSchema"]),
             Some(&json!({"$defs": {}}))
         );
         assert_eq!(listed_tool(&listed, "c"), None);
-        assert!(tool_names(&json!({"status": "ready"})).is_empty());
+        assert!(listed_tools(&json!({"status": "ready"})).is_empty());
+    }
+
+    #[test]
+    fn fills_in_each_required_argument_with_its_type() {
+        let schema = json!({"type": "object", "properties": {
+            "s": {"type": "string"}, "i": {"type": "integer"}, "n": {"type": "number"},
+            "b": {"type": "boolean"}, "o": {"type": "object"}, "a": {"type": "array"},
+            "z": {"type": "null"}, "u": {}, "optional": {"type": "string"}
+        }, "required": ["s", "i", "n", "b", "o", "a", "z", "u", "missing"]});
+        assert_eq!(
+            arguments_for(&schema),
+            json!({"s": "example", "i": 1, "n": 1, "b": true, "o": {}, "a": [], "z": null,
+                   "u": "example", "missing": "example"})
+        );
+        assert_eq!(arguments_for(&json!({"type": "object"})), json!({}));
     }
 }
