@@ -389,8 +389,7 @@ fn one_line(text: &str) -> String {
 }
 
 async fn call(pack: &Arc<dyn Pack>, tool: &str, arguments: Value) -> Result<String, ToolError> {
-    let args = json!({"namespace": NAMESPACE, "toolName": tool, "arguments": arguments});
-    pack.call("mcp/call_dynamic_tool", args).await
+    crate::pack_driver::call(pack, NAMESPACE, tool, arguments).await
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     },
     Subcommand {
         name: "conformance",
-        about: "run the MCP conformance suite (initialize, tools_call, sse-retry) against the Pack",
+        about: "run the MCP conformance suite (client scenarios of 2025-11-25, 2026-07-28 and the extensions) against the Pack",
         run: build_xtask::conformance::command,
     },
     Subcommand {

@@ -1,10 +1,11 @@
 //! Driving the Pack as a Host does, for the commands that run it against real servers
-//! (`conformance-client`, `interop`): install it through the contract, then wait for a server.
+//! (`conformance-client`, `interop`, the benchmarks): install it through the contract, wait for
+//! a server, look at its tools and call them, always through the Pack's two tools.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{Pack, Packs, Services, TOKIO_RUNTIME};
+use runvil_plugin::{Pack, Packs, Services, TOKIO_RUNTIME, ToolError};
 use serde_json::{Value, json};
 
 /// Installs the `mcp` Pack with one server, `namespace`, at `url`, on the current runtime.
@@ -27,20 +28,61 @@ pub async fn settled(
 ) -> Result<Value, String> {
     let deadline = tokio::time::Instant::now() + within;
     loop {
-        let text = pack
-            .call("mcp/get_dynamic_tools", json!({}))
-            .await
-            .map_err(|error| format!("the listing failed: {error}"))?;
-        let listing: Value = serde_json::from_str(&text)
-            .map_err(|error| format!("the listing is not JSON ({error}): {text}"))?;
+        let listing = listing(pack, json!({})).await?;
         let entry = listing["servers"]
             .as_array()
             .and_then(|servers| servers.iter().find(|s| s["namespace"] == namespace))
             .cloned()
-            .ok_or_else(|| format!("the listing has no `{namespace}`: {text}"))?;
+            .ok_or_else(|| format!("the listing has no `{namespace}`: {listing}"))?;
         if entry["status"] != "loading" || tokio::time::Instant::now() >= deadline {
             return Ok(entry);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Waits as [`settled`] does and answers the entry if `namespace` is ready, or why it is not.
+pub async fn ready(
+    pack: &Arc<dyn Pack>,
+    namespace: &str,
+    within: Duration,
+) -> Result<Value, String> {
+    let entry = settled(pack, namespace, within).await?;
+    match entry["status"].as_str() {
+        Some("ready") => Ok(entry),
+        Some("error") => Err(format!(
+            "`{namespace}` is in error: {}",
+            entry["reason"].as_str().unwrap_or("(no reason given)")
+        )),
+        _ => Err(format!(
+            "`{namespace}` did not become ready within {within:?}: {entry}"
+        )),
+    }
+}
+
+/// What a model sees when it asks for one server's tools: each with its description and input
+/// schema, and the tools the Pack rejected, with the reasons.
+pub async fn tools(pack: &Arc<dyn Pack>, namespace: &str) -> Result<Value, String> {
+    listing(pack, json!({ "namespace": namespace })).await
+}
+
+/// Calls `tool` of `namespace` with `arguments`, as a model does.
+pub async fn call(
+    pack: &Arc<dyn Pack>,
+    namespace: &str,
+    tool: &str,
+    arguments: Value,
+) -> Result<String, ToolError> {
+    let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
+    pack.call("mcp/call_dynamic_tool", args).await
+}
+
+/// `get_dynamic_tools` with `args`, parsed.
+async fn listing(pack: &Arc<dyn Pack>, args: Value) -> Result<Value, String> {
+    let text = pack
+        .call("mcp/get_dynamic_tools", args)
+        .await
+        .map_err(|error| format!("the listing failed: {error}"))?;
+    serde_json::from_str(&text)
+        .map_err(|error| format!("the listing is not JSON ({error}): {text}"))
 }

@@ -166,10 +166,7 @@ impl Client {
 /// Builds the Pack with one server, `bench`, at `url`, and waits until it is ready.
 pub(crate) async fn ready_pack(url: &str) -> Result<Arc<dyn Pack>, String> {
     let pack = crate::pack_driver::build_pack(NAMESPACE, url)?;
-    let entry = crate::pack_driver::settled(&pack, NAMESPACE, READY_WITHIN).await?;
-    if entry["status"] != "ready" {
-        return Err(format!("the Pack did not get ready: {entry}"));
-    }
+    crate::pack_driver::ready(&pack, NAMESPACE, READY_WITHIN).await?;
     Ok(pack)
 }
 

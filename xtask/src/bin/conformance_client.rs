@@ -1,9 +1,20 @@
-//! The MCP client the conformance suite (`@modelcontextprotocol/conformance`) drives: the
-//! `mcp` Pack, built through `plugin_mcp::install` as a Host builds it.
+//! The MCP client the conformance suite (`@modelcontextprotocol/conformance`) drives: a Host
+//! with the `mcp` Pack, built through `plugin_mcp::install`, and a user of it.
 //!
 //! The suite runs `conformance-client <server URL>` with the scenario's name in
-//! `MCP_CONFORMANCE_SCENARIO`. The client waits for the server to become ready, does what the
-//! scenario expects, and exits 0 on success or 1 with the reason on stderr.
+//! `MCP_CONFORMANCE_SCENARIO` and, for some scenarios, data in `MCP_CONFORMANCE_CONTEXT`. The
+//! client configures the Pack with that one server, waits until it is ready, and then does
+//! what a user would do in the scenario: look at the tools, call one, or call several. Those
+//! are the only decisions it makes; every protocol decision (the revision, the headers, the
+//! retries, which tools to reject) is the Pack's, so a scenario passes only if the Pack does
+//! the right thing. The suite also passes the revision it tests in
+//! `MCP_CONFORMANCE_PROTOCOL_VERSION`; the client does not read it, because choosing the
+//! revision is the Pack's and the Pack has no setting that pins one.
+//!
+//! It prints what the user saw on stdout (the server's tools, each call's answer) and exits 0,
+//! or exits 1 with every failure on stderr. It writes on stderr only when it fails: the
+//! harness reads that from the suite's results, because in suite mode the suite ignores the
+//! client's exit code.
 
 // A command-line client: what it prints on stdout is its result.
 #![allow(clippy::print_stdout)]
@@ -12,16 +23,57 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use build_xtask::pack_driver::{build_pack, settled};
+use build_xtask::pack_driver::{build_pack, call, ready, tools};
 use runvil_plugin::Pack;
 use serde_json::{Value, json};
 
 /// The namespace the server is configured under.
 const NAMESPACE: &str = "server";
-/// How long the server may stay `loading`.
+/// How long the server may stay `loading` (the suite kills the client after 30 s).
 const READY_WITHIN: Duration = Duration::from_secs(20);
 /// How long the runtime gets, once the Pack is dropped, to send its DELETE.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
+
+/// What the user does once the server is ready.
+#[derive(Debug, PartialEq)]
+enum Errand {
+    /// Looks at the tools and nothing else.
+    Look,
+    /// Calls these tools, in order, with these arguments.
+    Call(Vec<(String, Value)>),
+    /// Calls every tool the Pack lists, filling in each required argument.
+    CallEach,
+    /// Calls `to` with the input schema the Pack lists for `of`, as `{"schema": ...}`.
+    EchoSchema { of: &'static str, to: &'static str },
+}
+
+/// What the user does in `scenario`, from its description in the suite. A scenario that lists
+/// the calls to make in its context (`toolCalls`: `[{"name", "arguments"}]`) gets those.
+fn errand(scenario: &str, context: Option<&Value>) -> Errand {
+    let listed = context.and_then(|context| context["toolCalls"].as_array());
+    if let Some(calls) = listed {
+        let calls = calls.iter().filter_map(|call| {
+            let name = call["name"].as_str()?;
+            Some((name.to_owned(), call["arguments"].clone()))
+        });
+        return Errand::Call(calls.collect());
+    }
+    let one = |tool: &str, arguments: Value| Errand::Call(vec![(tool.to_owned(), arguments)]);
+    match scenario {
+        "tools_call" => one("add_numbers", json!({"a": 2, "b": 3})),
+        "sse-retry" => one("test_reconnection", json!({})),
+        "elicitation-sep1034-client-defaults" => one("test_client_elicitation_defaults", json!({})),
+        "json-schema-2020-12-preservation" => Errand::EchoSchema {
+            of: "json_schema_2020_12_tool",
+            to: "json_schema_echo",
+        },
+        "http-standard-headers" | "http-invalid-tool-headers" | "sep-2322-client-request-state" => {
+            Errand::CallEach
+        }
+        auth if auth.starts_with("auth/") => one("test-tool", json!({})),
+        _ => Errand::Look,
+    }
+}
 
 fn main() -> ExitCode {
     let Some(url) = std::env::args().skip(1).last() else {
@@ -29,6 +81,17 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let context = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(context) => Some(context),
+            Err(error) => {
+                eprintln!("MCP_CONFORMANCE_CONTEXT is not JSON: {error}");
+                return ExitCode::from(2);
+            }
+        },
+        Err(_) => None,
+    };
+    let errand = errand(&scenario, context.as_ref());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -39,64 +102,158 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outcome = runtime.block_on(async {
-        let pack = build_pack(NAMESPACE, &url)?;
-        let outcome = run(&pack, &scenario).await;
+    let failures = runtime.block_on(async {
+        let pack = match build_pack(NAMESPACE, &url) {
+            Ok(pack) => pack,
+            Err(error) => return vec![error],
+        };
+        let failures = run(&pack, errand).await;
         // Dropping the Pack ends its session with a DELETE, sent by a task it spawns on this
         // runtime. Shutting the runtime down would cancel that task at once (a shutdown
         // timeout only waits for blocking threads), so the task gets its time here.
         drop(pack);
         tokio::time::sleep(SHUTDOWN_GRACE).await;
-        outcome
+        failures
     });
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(reason) => {
-            eprintln!("{reason}");
-            ExitCode::FAILURE
-        }
+    for failure in &failures {
+        eprintln!("{failure}");
+    }
+    if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
-/// Waits for the server, then does what `scenario` expects.
-async fn run(pack: &Arc<dyn Pack>, scenario: &str) -> Result<(), String> {
-    let entry = settled(pack, NAMESPACE, READY_WITHIN).await?;
-    match entry["status"].as_str() {
-        Some("ready") => {}
-        Some("error") => {
-            return Err(format!(
-                "server is in error: {}",
-                entry["reason"].as_str().unwrap_or("(no reason given)")
-            ));
-        }
-        _ => {
-            return Err(format!(
-                "server did not become ready within {READY_WITHIN:?}: {entry}"
-            ));
+/// Waits for the server, shows its tools and runs the errand; every failure, in order. A
+/// failed call does not stop the others, as a user would try the next one.
+async fn run(pack: &Arc<dyn Pack>, errand: Errand) -> Vec<String> {
+    let listed = match ready(pack, NAMESPACE, READY_WITHIN).await {
+        Ok(_) => tools(pack, NAMESPACE).await,
+        Err(reason) => Err(reason),
+    };
+    let listed = match listed {
+        Ok(listed) => listed,
+        Err(reason) => return vec![reason],
+    };
+    println!("{listed}");
+    let calls = match errand {
+        Errand::Look => Vec::new(),
+        Errand::Call(calls) => calls,
+        Errand::CallEach => listed_tools(&listed)
+            .iter()
+            .filter_map(|tool| {
+                let name = tool["name"].as_str()?;
+                Some((name.to_owned(), arguments_for(&tool["inputSchema"])))
+            })
+            .collect(),
+        Errand::EchoSchema { of, to } => match listed_tool(&listed, of) {
+            Some(tool) => vec![(to.to_owned(), json!({"schema": tool["inputSchema"]}))],
+            None => return vec![format!("the Pack lists no tool `{of}`: {listed}")],
+        },
+    };
+    let mut failures = Vec::new();
+    for (tool, arguments) in calls {
+        match call(pack, NAMESPACE, &tool, arguments).await {
+            Ok(text) => println!("{tool}: {text}"),
+            Err(error) => failures.push(format!("{tool}: {error}")),
         }
     }
-    match scenario {
-        "initialize" => Ok(()),
-        "tools_call" => call(pack, "add_numbers", json!({"a": 2, "b": 3})).await,
-        "sse-retry" => call(pack, "test_reconnection", json!({})).await,
-        _ => {
-            let tools = entry["tools"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-            for tool in tools {
-                println!("{}", tool["name"].as_str().unwrap_or("(unnamed tool)"));
-            }
-            Ok(())
-        }
-    }
+    failures
 }
 
-/// Calls `tool` on the server and prints its result.
-async fn call(pack: &Arc<dyn Pack>, tool: &str, arguments: Value) -> Result<(), String> {
-    let args = json!({"namespace": NAMESPACE, "toolName": tool, "arguments": arguments});
-    let text = pack
-        .call("mcp/call_dynamic_tool", args)
-        .await
-        .map_err(|error| format!("{tool}: {error}"))?;
-    println!("{text}");
-    Ok(())
+/// The tools in one server's listing.
+fn listed_tools(listed: &Value) -> &[Value] {
+    listed["tools"].as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+/// The tool named `name` in one server's listing.
+fn listed_tool<'a>(listed: &'a Value, name: &str) -> Option<&'a Value> {
+    listed_tools(listed)
+        .iter()
+        .find(|tool| tool["name"] == name)
+}
+
+/// The arguments a user fills in for a tool with this input schema: each required property,
+/// with a value of its declared type.
+fn arguments_for(schema: &Value) -> Value {
+    let required = schema["required"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let arguments = required.iter().filter_map(Value::as_str).map(|name| {
+        let value = match schema["properties"][name]["type"].as_str() {
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            Some("object") => json!({}),
+            Some("array") => json!([]),
+            Some("null") => Value::Null,
+            _ => json!("example"),
+        };
+        (name.to_owned(), value)
+    });
+    Value::Object(arguments.collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_context_s_calls_come_first_then_the_scenario_s_errand() {
+        let context = json!({"name": "x", "toolCalls": [
+            {"name": "a", "arguments": {"k": 1}},
+            {"name": "b", "arguments": {}},
+            {"arguments": {}}
+        ]});
+        assert_eq!(
+            errand("tools_call", Some(&context)),
+            Errand::Call(vec![
+                ("a".to_owned(), json!({"k": 1})),
+                ("b".to_owned(), json!({}))
+            ])
+        );
+        assert_eq!(
+            errand("tools_call", Some(&json!({"name": "tools_call"}))),
+            Errand::Call(vec![("add_numbers".to_owned(), json!({"a": 2, "b": 3}))])
+        );
+        assert_eq!(
+            errand("auth/scope-step-up", None),
+            Errand::Call(vec![("test-tool".to_owned(), json!({}))])
+        );
+        assert_eq!(errand("http-invalid-tool-headers", None), Errand::CallEach);
+        assert_eq!(errand("initialize", None), Errand::Look);
+        assert_eq!(errand("", None), Errand::Look);
+    }
+
+    #[test]
+    fn finds_tools_in_a_server_listing() {
+        let listed = json!({"namespace": "server", "status": "ready", "tools": [
+            {"name": "a", "inputSchema": {"type": "object"}},
+            {"name": "b", "inputSchema": {"$defs": {}}}
+        ], "rejected": [{"name": "c", "reason": "r"}]});
+        assert_eq!(listed_tools(&listed).len(), 2);
+        assert_eq!(
+            listed_tool(&listed, "b").map(|tool| &tool["inputSchema"]),
+            Some(&json!({"$defs": {}}))
+        );
+        assert_eq!(listed_tool(&listed, "c"), None);
+        assert!(listed_tools(&json!({"status": "ready"})).is_empty());
+    }
+
+    #[test]
+    fn fills_in_each_required_argument_with_its_type() {
+        let schema = json!({"type": "object", "properties": {
+            "s": {"type": "string"}, "i": {"type": "integer"}, "n": {"type": "number"},
+            "b": {"type": "boolean"}, "o": {"type": "object"}, "a": {"type": "array"},
+            "z": {"type": "null"}, "u": {}, "optional": {"type": "string"}
+        }, "required": ["s", "i", "n", "b", "o", "a", "z", "u", "missing"]});
+        assert_eq!(
+            arguments_for(&schema),
+            json!({"s": "example", "i": 1, "n": 1, "b": true, "o": {}, "a": [], "z": null,
+                   "u": "example", "missing": "example"})
+        );
+        assert_eq!(arguments_for(&json!({"type": "object"})), json!({}));
+    }
 }
