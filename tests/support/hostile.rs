@@ -17,6 +17,8 @@ use tokio::net::{TcpListener, TcpStream};
 #[derive(Debug, Clone)]
 pub struct Request {
     pub method: String,
+    /// The request target as sent: path and query.
+    pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
 }
@@ -166,7 +168,9 @@ async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Re
     };
     let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
     let mut lines = head.split("\r\n");
-    let method = lines.next()?.split(' ').next()?.to_owned();
+    let mut request_line = lines.next()?.split(' ');
+    let method = request_line.next()?.to_owned();
+    let target = request_line.next().unwrap_or_default().to_owned();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
@@ -190,6 +194,7 @@ async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Re
     buffer.drain(..body_start + length);
     Some(Request {
         method,
+        target,
         headers,
         body,
     })
