@@ -10,21 +10,11 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::prelude::BASE64_STANDARD;
 use serde_json::{Value, json};
-use support::hostile::{self, Hostile, Request, Script, Step};
-
-const CANARY: &str = env!("PLUGIN_MCP_TEST_CANARY");
-const USER: &str = env!("PLUGIN_MCP_TEST_CANARY_USER");
-/// Percent-encoded, as configured in the URL.
-const PASS: &str = env!("PLUGIN_MCP_TEST_CANARY_PASS");
-const PATH: &str = env!("PLUGIN_MCP_TEST_CANARY_PATH");
-const QUERY: &str = env!("PLUGIN_MCP_TEST_CANARY_QUERY");
-const HEADER: &str = env!("PLUGIN_MCP_TEST_CANARY_HEADER");
-/// The path and query canaries as the url crate sends them.
-const PATH_SENT: &str = "Canary%20P%C3%A4th'-4d2a";
-const QUERY_SENT: &str = "Canary%20Q%C3%BCery%27%22-8f0b";
+use support::canaries::{
+    BASIC, CANARY, HEADER, PATH_SENT, QUERY_SENT, assert_clean, url_with_canaries,
+};
+use support::hostile::{self, Hostile, Script};
 
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -52,53 +42,6 @@ fn logs() -> &'static Captured {
             .init();
         captured
     })
-}
-
-/// The password as reqwest sends it: decoded, then in a `Basic` credential.
-fn password() -> String {
-    percent_encoding::percent_decode_str(PASS)
-        .decode_utf8()
-        .expect("UTF-8")
-        .into_owned()
-}
-
-/// Every canary, and the values the client derives from them on the wire.
-fn secrets() -> Vec<String> {
-    let credential = format!("{USER}:{}", password());
-    let basic = BASE64_STANDARD.encode(&credential);
-    [CANARY, USER, PASS, PATH, QUERY, HEADER, PATH_SENT, QUERY_SENT]
-        .map(str::to_owned)
-        .into_iter()
-        .chain([password(), credential, basic])
-        .collect()
-}
-
-/// The forms a secret could take in a text: as is or lower-cased, then escaped for JSON, for
-/// Rust (`escape_default`, `escape_debug`), or percent-encoded byte by byte.
-fn forms(secret: &str) -> Vec<String> {
-    [secret.to_owned(), secret.to_lowercase()]
-        .into_iter()
-        .flat_map(|base| {
-            let json = serde_json::to_string(&base).expect("a string");
-            let percent: String = base.bytes().map(|b| format!("%{b:02X}")).collect();
-            [
-                json[1..json.len() - 1].to_owned(),
-                base.escape_default().to_string(),
-                base.escape_debug().to_string(),
-                percent,
-                base.replace('-', "%2D"),
-                base,
-            ]
-        })
-        .collect()
-}
-
-fn assert_clean(what: &str, text: &str) {
-    for secret in secrets() {
-        for form in forms(&secret) {
-            assert!(!text.contains(&form), "{what} leaks {form}: {text}");
-        }
-    }
 }
 
 fn secret_entry(url: &str) -> Value {
@@ -224,66 +167,15 @@ async fn server_text_in_log_lines_is_escaped() {
     );
 }
 
-/// Answers like [`hostile::mcp`], but echoes the request line with the headers, lists tools
-/// named after a header, answers a call with a content type that echoes a header, and asks
-/// the client something before answering a call, answering the client's answer with such a
-/// content type too: everything a server can send back of what it was sent.
-fn echo_everything(r: &Request) -> Script {
-    let header = r.header("x-canary").unwrap_or_default().to_owned();
-    let echoed_type = Script {
-        steps: vec![Step::Write(hostile::http(
-            "200 OK",
-            &[("content-type", &format!("{header}/{}", r.target))],
-            b"{}",
-        ))],
-        keep_alive: true,
-    };
-    let echo = format!("{} {:?}", r.target, r.headers);
-    if r.method == "POST" && r.body.get("error").is_some() {
-        return echoed_type; // the client's answer to the server's request
-    }
-    match (r.rpc_method(), r.body["params"]["arguments"]["text"].as_str()) {
-        ("tools/list", _) => hostile::json_reply(&hostile::result_for(
-            r,
-            json!({"tools": [
-                {"name": "echo", "inputSchema": {"type": "object"}},
-                {"name": header, "inputSchema": {"type": "object"}},
-                {"name": format!("{header}\u{7}"), "inputSchema": {"type": "object"}},
-            ]}),
-        )),
-        ("tools/call", Some("content type")) => echoed_type,
-        ("tools/call", Some("ask")) => {
-            let ask = json!({"jsonrpc": "2.0", "id": "ask-1", "method": "roots/list"});
-            let result = hostile::result_for(r, json!({"content": [{"type": "text", "text": echo}]}));
-            let events = format!("data: {ask}\n\ndata: {result}\n\n");
-            Script {
-                steps: vec![Step::Write(hostile::http(
-                    "200 OK",
-                    &[("content-type", "text/event-stream")],
-                    events.as_bytes(),
-                ))],
-                keep_alive: true,
-            }
-        }
-        ("tools/call", _) => hostile::json_reply(&hostile::result_for(
-            r,
-            json!({"content": [{"type": "text", "text": echo}]}),
-        )),
-        _ => hostile::mcp(r),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_form_the_client_derives_from_a_secret_gets_out() {
     let logs = logs();
-    let server = Hostile::start(echo_everything).await;
-    let url = format!(
-        "http://${{env:PLUGIN_MCP_TEST_CANARY_USER}}:${{env:PLUGIN_MCP_TEST_CANARY_PASS}}@127.0.0.1:{}\
-         /${{env:PLUGIN_MCP_TEST_CANARY_PATH}}/mcp?key=${{env:PLUGIN_MCP_TEST_CANARY_QUERY}}",
-        server.port
-    );
+    let server = Hostile::start(hostile::echo_everything).await;
     let pack = support::pack(json!({
-        "echo": {"url": url, "headers": {"X-Canary": "${env:PLUGIN_MCP_TEST_CANARY_HEADER}"}},
+        "echo": {
+            "url": url_with_canaries(server.port),
+            "headers": {"X-Canary": "${env:PLUGIN_MCP_TEST_CANARY_HEADER}"},
+        },
     }));
     support::wait_for(&pack, "echo", "ready", Duration::from_secs(10)).await;
 
@@ -311,9 +203,7 @@ async fn no_form_the_client_derives_from_a_secret_gets_out() {
 
     // The server really received every derived form: the test could fail.
     let call = server.calls_of("tools/call").pop().expect("a call");
-    let credential = format!("{USER}:{}", password());
-    let basic = format!("Basic {}", BASE64_STANDARD.encode(&credential));
-    assert_eq!(call.header("authorization"), Some(basic.as_str()));
+    assert_eq!(call.header("authorization"), Some(BASIC));
     assert_eq!(call.target, format!("/{PATH_SENT}/mcp?key={QUERY_SENT}"));
     assert_eq!(call.header("x-canary"), Some(HEADER));
 
