@@ -27,9 +27,9 @@ pub const PATH_SENT: &str = "Canary%20P%C3%A4th'-4d2a";
 pub const QUERY_SENT: &str = "Canary%20Q%C3%BCery%27%22-8f0b";
 pub const HOST_SENT: &str = "xn--canary-hst-7c2e-gtb";
 
-/// The URL of a server on `port` with a canary in every part but the host: userinfo, path and
-/// query, each through `${env:...}`.
-pub fn url_with_canaries(port: u16) -> String {
+/// The URL of a server on `port` (a number, or `${env:...}` for one) with a canary in every
+/// part but the host: userinfo, path and query, each through `${env:...}`.
+pub fn url_with_canaries(port: impl std::fmt::Display) -> String {
     format!(
         "http://${{env:PLUGIN_MCP_TEST_CANARY_USER}}:${{env:PLUGIN_MCP_TEST_CANARY_PASS}}\
          @127.0.0.1:{port}/${{env:PLUGIN_MCP_TEST_CANARY_PATH}}/mcp\
