@@ -149,7 +149,12 @@ fn sent_forms(url: &Url, configured: &str, expanded: &[Secret]) -> Vec<Secret> {
 /// The user name and password reqwest sends as `Basic` credentials: percent-decoded, `None`
 /// when there is neither or one is not UTF-8 (then reqwest sends none).
 fn userinfo(url: &Url) -> Option<(String, Option<String>)> {
-    let decode = |text: &str| percent_decode_str(text).decode_utf8().ok().map(String::from);
+    let decode = |text: &str| {
+        percent_decode_str(text)
+            .decode_utf8()
+            .ok()
+            .map(String::from)
+    };
     let user = decode(url.username())?;
     let password = match url.password() {
         Some(password) => Some(decode(password)?),

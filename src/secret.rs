@@ -71,7 +71,10 @@ impl Scrubber {
             .filter(|s| s.expose().chars().count() >= MIN_SCRUBBED_SECRET_CHARS)
             .flat_map(|s| forms(s.expose()))
             .filter(|form| form.chars().count() >= MIN_SCRUBBED_SECRET_CHARS)
-            .map(|form| Secret::new(form.to_ascii_lowercase()))
+            .map(|mut form| {
+                form.make_ascii_lowercase(); // in place: no copy left unwiped
+                Secret::new(form)
+            })
             .collect();
         forms.sort_by(|a, b| a.expose().cmp(b.expose()));
         forms.dedup_by(|a, b| a.expose() == b.expose());
@@ -150,7 +153,11 @@ fn forms(value: &str) -> Vec<String> {
         url.set_query(Some(value));
         out.extend(url.query().map(str::to_owned));
         url.query_pairs_mut().clear().append_pair("v", value);
-        out.extend(url.query().and_then(|q| q.strip_prefix("v=")).map(str::to_owned));
+        out.extend(
+            url.query()
+                .and_then(|q| q.strip_prefix("v="))
+                .map(str::to_owned),
+        );
         if url.set_username(value).is_ok() {
             out.push(url.username().to_owned());
         }
@@ -194,7 +201,10 @@ mod tests {
         assert_eq!(format!("{secret:?}"), "[redacted]");
         assert_eq!(format!("{:?}", Some(&secret)), "Some([redacted])");
         assert_eq!(secret.expose(), "hunter2-canary");
-        assert_eq!(format!("{:?}", of(&["hunter2-canary"])), "Scrubber(1 forms)");
+        assert_eq!(
+            format!("{:?}", of(&["hunter2-canary"])),
+            "Scrubber(1 forms)"
+        );
     }
 
     #[test]
@@ -230,7 +240,11 @@ mod tests {
             "canary%20p%c3%a4th%27-4d2a", // lower-case hex
             "Canary+P%C3%A4th%27-4d2a",   // in a form
         ] {
-            assert_eq!(scrubber.scrub(&format!("/{encoded}/")), "/[redacted]/", "{encoded}");
+            assert_eq!(
+                scrubber.scrub(&format!("/{encoded}/")),
+                "/[redacted]/",
+                "{encoded}"
+            );
         }
         let userinfo = of(&["us@er:pa ss"]);
         assert_eq!(userinfo.scrub("//us%40er%3Apa%20ss@h"), "//[redacted]@h");
@@ -251,8 +265,14 @@ mod tests {
     fn a_url_gives_no_host_form_of_a_part_of_it() {
         // Read as a host, this URL would be "https": common words stay.
         let scrubber = of(&["https://api.example.com/mcp"]);
-        assert!(matches!(scrubber.scrub("see https://other"), Cow::Borrowed(_)));
-        assert_eq!(scrubber.scrub("at https://api.example.com/mcp"), "at [redacted]");
+        assert!(matches!(
+            scrubber.scrub("see https://other"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            scrubber.scrub("at https://api.example.com/mcp"),
+            "at [redacted]"
+        );
     }
 
     #[test]

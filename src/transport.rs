@@ -439,7 +439,11 @@ async fn read_capped(
     scrubber: &Scrubber,
 ) -> Result<Vec<u8>, TransportError> {
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| body_error(e, scrubber))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| body_error(e, scrubber))?
+    {
         if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
             return Err(TransportError::TooLarge {
                 limit: MAX_RESPONSE_BYTES,

@@ -193,10 +193,12 @@ async fn no_form_the_client_derives_from_a_secret_gets_out() {
         (HEADER, "echo", json!({})),
     ];
     for (namespace, tool, arguments) in calls {
-        said.push(match support::call(&pack, namespace, tool, arguments).await {
-            Ok(text) => text,
-            Err(e) => e.to_string(),
-        });
+        said.push(
+            match support::call(&pack, namespace, tool, arguments).await {
+                Ok(text) => text,
+                Err(e) => e.to_string(),
+            },
+        );
     }
     let unknown_key = pack.call("mcp/call_dynamic_tool", json!({HEADER: 1})).await;
     said.push(unknown_key.expect_err("an unknown argument").to_string());
@@ -218,9 +220,13 @@ async fn no_form_the_client_derives_from_a_secret_gets_out() {
     // The path and query carry a secret each, so each is a secret as a whole.
     assert!(echoed.starts_with("[redacted]?[redacted] ["), "{echoed}");
     assert!(echoed.contains("\"Basic [redacted]\""), "{echoed}");
-    assert!(echoed.contains("(\"x-canary\", \"[redacted]\")"), "{echoed}");
     assert!(
-        said.iter().any(|t| t.contains("content type is [redacted]/")),
+        echoed.contains("(\"x-canary\", \"[redacted]\")"),
+        "{echoed}"
+    );
+    assert!(
+        said.iter()
+            .any(|t| t.contains("content type is [redacted]/")),
         "{said:?}"
     );
 

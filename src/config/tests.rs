@@ -185,11 +185,7 @@ fn substitution_expands_env_and_home_anywhere_any_number_of_times() {
     ];
     for (raw, want) in cases {
         let got = url_of(json!({"url": raw}));
-        assert_eq!(
-            Url::parse(&got).expect("url").as_str(),
-            want,
-            "{raw}"
-        );
+        assert_eq!(Url::parse(&got).expect("url").as_str(), want, "{raw}");
     }
 }
 

@@ -296,7 +296,10 @@ pub fn echo_everything(r: &Request) -> Script {
     if r.method == "POST" && r.body.get("error").is_some() {
         return echoed_type; // the client's answer to the server's request
     }
-    match (r.rpc_method(), r.body["params"]["arguments"]["text"].as_str()) {
+    match (
+        r.rpc_method(),
+        r.body["params"]["arguments"]["text"].as_str(),
+    ) {
         ("tools/list", _) => json_reply(&result_for(
             r,
             json!({"tools": [

@@ -55,7 +55,12 @@ async fn no_line_of_any_crate_names_a_configured_value() {
         [
             run(&config, port, ALL, &["tools"]),
             run(&config, port, NAMED, &["tools"]),
-            run(&config, port, ALL, &["call", "echo", "echo", r#"{"text": "ask"}"#]),
+            run(
+                &config,
+                port,
+                ALL,
+                &["call", "echo", "echo", r#"{"text": "ask"}"#],
+            ),
         ]
     });
     let [(listing, listed_log), (_, named_log), (called, called_log)] =
@@ -75,10 +80,7 @@ async fn no_line_of_any_crate_names_a_configured_value() {
         "{called_log}"
     );
 
-    for (what, output) in [
-        ("the listing", &listing),
-        ("the call", &called),
-    ] {
+    for (what, output) in [("the listing", &listing), ("the call", &called)] {
         assert_clean(what, output);
     }
     // The port is also in the logs' sight: the connection logs name it with the host. (In an
@@ -89,6 +91,9 @@ async fn no_line_of_any_crate_names_a_configured_value() {
         ("the call's log", &called_log),
     ] {
         assert_clean(what, log);
-        assert!(!log.contains(&format!(":{port}")), "{what} names the port: {log}");
+        assert!(
+            !log.contains(&format!(":{port}")),
+            "{what} names the port: {log}"
+        );
     }
 }
