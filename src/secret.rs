@@ -208,7 +208,7 @@ mod tests {
     }
 
     #[test]
-    fn scrubs_every_occurrence_and_overlapping_secrets_whole() {
+    fn scrubs_every_occurrence_longest_first() {
         let scrubber = of(&["token-123", "Bearer token-123"]);
         let text = "got Bearer token-123 and token-123";
         assert_eq!(scrubber.scrub(text), "got [redacted] and [redacted]");
@@ -219,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn scrubs_the_json_escaped_forms_too() {
+    fn scrubs_the_json_escaped_form_too() {
         let scrubber = of(&["pa\"ss\\wörd"]);
         let json = serde_json::json!({"echo": "pa\"ss\\wörd"}).to_string();
         assert_eq!(scrubber.scrub(&json), "{\"echo\":\"[redacted]\"}");
