@@ -5,10 +5,14 @@
 //! and `${userHome}`; everything expanded is a [`Secret`] from here on. Parsing does no I/O:
 //! the environment is read, but no file, socket or process is touched.
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
+use percent_encoding::percent_decode_str;
+use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 
-use crate::policy::{ALLOWED_SCHEMES, RESERVED_HEADERS, Refusal};
+use crate::policy::{ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADERS, Refusal};
 use crate::secret::Secret;
 
 /// Where `${env:NAME}` and `${userHome}` get their values; tests lend their own.
@@ -38,7 +42,8 @@ pub(crate) struct ServerSpec {
     pub(crate) url: Secret,
     /// Configured headers, checked to be sendable and not reserved; values marked sensitive.
     pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
-    /// Every value to scrub from output: the URL, header values, expanded variables.
+    /// Every value to scrub from output: the URL and the forms it takes on the wire, header
+    /// values, expanded variables.
     pub(crate) secrets: Vec<Secret>,
 }
 
@@ -92,10 +97,13 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
         None => return Err(Refusal::MissingUrl),
         Some(url) => expand_string(url, "url", env, &mut secrets)?,
     };
-    let parsed = reqwest::Url::parse(url.expose()).map_err(|_| Refusal::InvalidUrl)?;
+    let parsed = Url::parse(url.expose()).map_err(|_| Refusal::InvalidUrl)?;
     if !ALLOWED_SCHEMES.contains(&parsed.scheme()) {
         return Err(Refusal::Scheme);
     }
+    // So far `secrets` holds the values expanded in the URL.
+    let sent = sent_forms(&parsed, url.expose(), &secrets);
+    secrets.extend(sent);
     secrets.push(url.clone());
 
     let headers = match entry.get("headers") {
@@ -108,6 +116,67 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
         headers,
         secrets,
     })
+}
+
+/// The forms of the URL the client sends, which are not the text configured: its
+/// serialization (percent-encoded, the host lowercased and in punycode), without its userinfo
+/// too, since reqwest moves that into an `Authorization: Basic` header; the userinfo decoded
+/// as reqwest decodes it and the credential it encodes; and every part of the URL (host,
+/// path, query) that carries one of the `expanded` values.
+fn sent_forms(url: &Url, configured: &str, expanded: &[Secret]) -> Vec<Secret> {
+    let mut forms = vec![url.as_str().to_owned()];
+    let mut bare = url.clone();
+    // Both succeed for an http(s) URL, which always has a host.
+    let _ = bare.set_username("");
+    let _ = bare.set_password(None);
+    forms.push(bare.as_str().to_owned());
+    if let Some((user, password)) = userinfo(url) {
+        forms.push(url.username().to_owned());
+        forms.extend(url.password().map(str::to_owned));
+        // As reqwest writes it: `user:` and the password, if there is one.
+        let credential = format!("{user}:{}", password.as_deref().unwrap_or_default());
+        forms.push(BASE64_STANDARD.encode(&credential));
+        forms.extend([credential, user]);
+        forms.extend(password);
+    }
+    let long_enough = |value: &&str| value.chars().count() >= MIN_SCRUBBED_SECRET_CHARS;
+    for value in expanded.iter().map(Secret::expose).filter(long_enough) {
+        forms.extend(parts_carrying(url, configured, value));
+    }
+    forms.into_iter().map(Secret::new).collect()
+}
+
+/// The user name and password reqwest sends as `Basic` credentials: percent-decoded, `None`
+/// when there is neither or one is not UTF-8 (then reqwest sends none).
+fn userinfo(url: &Url) -> Option<(String, Option<String>)> {
+    let decode = |text: &str| {
+        percent_decode_str(text)
+            .decode_utf8()
+            .ok()
+            .map(String::from)
+    };
+    let user = decode(url.username())?;
+    let password = match url.password() {
+        Some(password) => Some(decode(password)?),
+        None => None,
+    };
+    (!user.is_empty() || password.is_some()).then_some((user, password))
+}
+
+/// The parts of `url` as sent (host, path, query) that `value` went into: those that change
+/// when `value` is replaced in the configured text. The url crate may have transformed it
+/// there in ways no encoding of `value` alone shows (a host label in punycode, a resolved
+/// `..`). A URL that no longer parses without it is all `value`'s.
+fn parts_carrying(url: &Url, configured: &str, value: &str) -> Vec<String> {
+    let without = Url::parse(&configured.replace(value, "x")).ok();
+    let parts: [fn(&Url) -> Option<&str>; 3] = [Url::host_str, |u| Some(u.path()), Url::query];
+    parts
+        .into_iter()
+        .filter_map(|part| {
+            let sent = part(url)?;
+            (without.as_ref().and_then(part) != Some(sent)).then(|| sent.to_owned())
+        })
+        .collect()
 }
 
 fn parse_headers(

@@ -6,10 +6,25 @@
 //! wiped when the value is dropped (secrecy + zeroize). The [`Scrubber`] is the defence in
 //! depth behind that: whatever a server echoes back, a configured secret is replaced by the
 //! marker before the text leaves the Pack.
+//!
+//! # Every form a secret takes
+//!
+//! A value rarely comes back as it was configured: the client itself sends it percent-encoded
+//! in a URL, and servers echo it inside JSON. So the scrubber looks for each value in every
+//! form it can take on the way out and back ([`forms`]): as is; escaped in a JSON string (as
+//! serde_json writes it, and with non-ASCII as `\uXXXX`, as many other libraries do);
+//! percent-encoded as the url crate writes it in a path, a query and a userinfo, as a form
+//! encodes it, and with every byte but the unreserved ones encoded; and as a host name after
+//! IDNA (punycode). The forms the client derives from a whole URL (its serialization, the
+//! `Basic` credential reqwest builds from its userinfo) are found by `config`. Matching ignores
+//! ASCII case, so a lowercased host, a lowercased echo and either case of hex digits match too.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use reqwest::Url;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::policy::{MIN_SCRUBBED_SECRET_CHARS, REDACTION_MARKER};
@@ -36,49 +51,72 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// Replaces every configured secret in a text with the redaction marker.
+/// Replaces every configured secret, in every form it can take, with the redaction marker.
 #[derive(Clone, Default)]
 pub(crate) struct Scrubber {
-    /// Longest first, so a secret that contains another is replaced whole.
-    secrets: Vec<Secret>,
+    /// Every form of every secret, ASCII-lowercased, without duplicates.
+    forms: Vec<Secret>,
 }
 
 impl fmt::Debug for Scrubber {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Scrubber({} secrets)", self.secrets.len())
+        write!(f, "Scrubber({} forms)", self.forms.len())
     }
 }
 
 impl Scrubber {
     pub(crate) fn new(secrets: impl IntoIterator<Item = Secret>) -> Self {
-        let mut secrets: Vec<Secret> = secrets
+        let mut forms: Vec<Secret> = secrets
             .into_iter()
             .filter(|s| s.expose().chars().count() >= MIN_SCRUBBED_SECRET_CHARS)
-            // Text that leaves the Pack is often JSON, where `"` or `\` in a secret is escaped.
-            .flat_map(|s| {
-                let quoted = serde_json::to_string(s.expose()).unwrap_or_default();
-                let escaped = quoted
-                    .get(1..quoted.len().saturating_sub(1))
-                    .unwrap_or_default();
-                let json_form = (escaped != s.expose()).then(|| Secret::new(escaped.to_owned()));
-                std::iter::once(s).chain(json_form)
+            .flat_map(|s| forms(s.expose()))
+            .filter(|form| form.chars().count() >= MIN_SCRUBBED_SECRET_CHARS)
+            .map(|mut form| {
+                form.make_ascii_lowercase(); // in place: no copy left unwiped
+                Secret::new(form)
             })
             .collect();
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.expose().len()));
-        secrets.dedup_by(|a, b| a.expose() == b.expose());
-        Self { secrets }
+        forms.sort_by(|a, b| a.expose().cmp(b.expose()));
+        forms.dedup_by(|a, b| a.expose() == b.expose());
+        Self { forms }
     }
 
-    /// `text` with every secret replaced by the marker; borrowed when there was none.
+    /// `text` with every secret replaced by the marker; borrowed when there was none. Where
+    /// forms overlap, the marker covers all of them, so no piece of a secret is left over.
     pub(crate) fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut out = Cow::Borrowed(text);
-        for secret in &self.secrets {
-            let secret = secret.expose();
-            if out.contains(secret) {
-                out = Cow::Owned(out.replace(secret, REDACTION_MARKER));
-            }
+        if self.forms.is_empty() {
+            return Cow::Borrowed(text);
         }
-        out
+        // ASCII lowercasing keeps every byte offset, so a match in the folded text is the
+        // same range of the original, and on character boundaries (UTF-8 self-synchronizes).
+        let folded = if text.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(text.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(text)
+        };
+        let mut found: Vec<Range<usize>> = Vec::new();
+        for form in &self.forms {
+            let needle = form.expose().as_bytes();
+            let hits = memchr::memmem::find_iter(folded.as_bytes(), needle);
+            found.extend(hits.map(|at| at..at + needle.len()));
+        }
+        if found.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        found.sort_unstable_by_key(|range| range.start);
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        let mut found = found.into_iter().peekable();
+        while let Some(Range { start, mut end }) = found.next() {
+            while let Some(next) = found.next_if(|next| next.start < end) {
+                end = end.max(next.end);
+            }
+            out.push_str(&text[copied..start]);
+            out.push_str(REDACTION_MARKER);
+            copied = end;
+        }
+        out.push_str(&text[copied..]);
+        Cow::Owned(out)
     }
 
     /// [`Scrubber::scrub`] of an owned string, which comes back unchanged (not copied) when
@@ -91,9 +129,71 @@ impl Scrubber {
     }
 }
 
+/// What every percent-encoder leaves as it is: the unreserved characters of RFC 3986.
+const UNRESERVED_KEPT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Every form `value` can take in a text the Pack reads back (see the module's documentation).
+/// Forms that equal another are left to the caller to drop.
+fn forms(value: &str) -> Vec<String> {
+    let mut out = vec![value.to_owned()];
+    let json = serde_json::to_string(value).unwrap_or_default();
+    let json = json
+        .get(1..json.len().saturating_sub(1))
+        .unwrap_or_default();
+    out.push(ascii_json(json));
+    out.push(json.to_owned());
+    out.push(utf8_percent_encode(value, UNRESERVED_KEPT).to_string());
+    if let Ok(mut url) = Url::parse("http://h/") {
+        url.set_path(&format!("/{value}"));
+        out.push(url.path().get(1..).unwrap_or_default().to_owned());
+        url.set_query(Some(value));
+        out.extend(url.query().map(str::to_owned));
+        url.query_pairs_mut().clear().append_pair("v", value);
+        out.extend(
+            url.query()
+                .and_then(|q| q.strip_prefix("v="))
+                .map(str::to_owned),
+        );
+        if url.set_username(value).is_ok() {
+            out.push(url.username().to_owned());
+        }
+    }
+    // Only a value that is a host name on its own: a URL's delimiters would make a part of
+    // it the host.
+    if !value.contains(['/', '\\', '?', '#', '@', ':']) {
+        let host = Url::parse(&format!("http://{value}/"));
+        out.extend(host.ok().and_then(|url| url.host_str().map(str::to_owned)));
+    }
+    out
+}
+
+/// `json` (the inside of a JSON string) with every non-ASCII character written as `\uXXXX`,
+/// UTF-16 surrogate pairs beyond the basic plane.
+fn ascii_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn of(values: &[&str]) -> Scrubber {
+        Scrubber::new(values.iter().map(|v| Secret::new((*v).to_owned())))
+    }
 
     #[test]
     fn debug_is_the_marker() {
@@ -101,23 +201,78 @@ mod tests {
         assert_eq!(format!("{secret:?}"), "[redacted]");
         assert_eq!(format!("{:?}", Some(&secret)), "Some([redacted])");
         assert_eq!(secret.expose(), "hunter2-canary");
+        assert_eq!(
+            format!("{:?}", of(&["hunter2-canary"])),
+            "Scrubber(1 forms)"
+        );
     }
 
     #[test]
     fn scrubs_every_occurrence_longest_first() {
-        let scrubber =
-            Scrubber::new(["token-123".into(), "Bearer token-123".into()].map(Secret::new));
+        let scrubber = of(&["token-123", "Bearer token-123"]);
         let text = "got Bearer token-123 and token-123";
         assert_eq!(scrubber.scrub(text), "got [redacted] and [redacted]");
-        assert!(matches!(scrubber.scrub("clean"), Cow::Borrowed("clean")));
-        assert_eq!(format!("{scrubber:?}"), "Scrubber(2 secrets)");
+        // Two secrets that overlap leave no piece of either.
+        let overlapping = of(&["abcdef", "defghi"]);
+        assert_eq!(overlapping.scrub("<abcdefghi>"), "<[redacted]>");
+        assert!(matches!(overlapping.scrub("clean"), Cow::Borrowed("clean")));
     }
 
     #[test]
     fn scrubs_the_json_escaped_form_too() {
-        let scrubber = Scrubber::new([Secret::new("pa\"ss\\word".into())]);
-        let json = serde_json::json!({"echo": "pa\"ss\\word"}).to_string();
+        let scrubber = of(&["pa\"ss\\wörd"]);
+        let json = serde_json::json!({"echo": "pa\"ss\\wörd"}).to_string();
         assert_eq!(scrubber.scrub(&json), "{\"echo\":\"[redacted]\"}");
+        // As Python's json.dumps writes it, and with upper-case hex.
+        let ascii = r#"{"echo": "pa\"ss\\w\u00f6rd", "again": "pa\"ss\\w\u00F6rd"}"#;
+        assert_eq!(
+            scrubber.scrub(ascii),
+            r#"{"echo": "[redacted]", "again": "[redacted]"}"#
+        );
+    }
+
+    #[test]
+    fn scrubs_every_percent_encoding_of_a_url_part() {
+        let scrubber = of(&["Canary Päth'-4d2a"]);
+        for encoded in [
+            "Canary%20P%C3%A4th'-4d2a",   // in a path, as the url crate writes it
+            "Canary%20P%C3%A4th%27-4d2a", // in a query, and fully encoded
+            "canary%20p%c3%a4th%27-4d2a", // lower-case hex
+            "Canary+P%C3%A4th%27-4d2a",   // in a form
+        ] {
+            assert_eq!(
+                scrubber.scrub(&format!("/{encoded}/")),
+                "/[redacted]/",
+                "{encoded}"
+            );
+        }
+        let userinfo = of(&["us@er:pa ss"]);
+        assert_eq!(userinfo.scrub("//us%40er%3Apa%20ss@h"), "//[redacted]@h");
+    }
+
+    #[test]
+    fn scrubs_a_host_name_after_idna_and_in_any_case() {
+        let scrubber = of(&["Canary-Höst-7c2e"]);
+        assert_eq!(
+            scrubber.scrub("connecting to xn--canary-hst-7c2e-gtb.example:443"),
+            "connecting to [redacted].example:443"
+        );
+        assert_eq!(scrubber.scrub("CANARY-HöST-7C2E"), "[redacted]");
+        assert_eq!(scrubber.scrub("canary-höst-7c2e"), "[redacted]");
+    }
+
+    #[test]
+    fn a_url_gives_no_host_form_of_a_part_of_it() {
+        // Read as a host, this URL would be "https": common words stay.
+        let scrubber = of(&["https://api.example.com/mcp"]);
+        assert!(matches!(
+            scrubber.scrub("see https://other"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            scrubber.scrub("at https://api.example.com/mcp"),
+            "at [redacted]"
+        );
     }
 
     #[test]

@@ -291,7 +291,10 @@ impl Session {
                            "error": {"code": METHOD_NOT_FOUND, "message": "Method not found"}})
                 };
                 if let Err(e) = self.transport.send(to_bytes(&answer), headers).await {
-                    tracing::debug!(error = %e, "could not answer a server request");
+                    // The error was scrubbed as it was read; scrubbed again here, so no change
+                    // to how it was built can let a secret into the log, then escaped.
+                    let error = self.transport.scrubber().clean(e.to_string());
+                    tracing::debug!(error = %envelope::log_safe(&error), "could not answer a server request");
                 }
                 None
             }

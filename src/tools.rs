@@ -50,7 +50,7 @@ impl McpPack {
                 let known = names(self.servers.iter().map(|s| s.name.as_str()));
                 ToolError::Invalid(format!(
                     "unknown namespace {}; the namespaces are: {known}",
-                    quoted(namespace)
+                    quoted(namespace, &self.scrubber)
                 ))
             })
     }
@@ -93,7 +93,7 @@ impl McpPack {
             }
             (Some(namespace), Some(tool_name)) => {
                 let server = self.server(namespace)?;
-                let (_, tool) = ready_tool(server, tool_name)?;
+                let (_, tool) = ready_tool(server, tool_name, &self.scrubber)?;
                 json!({"namespace": server.name, "tool": tool_json(&tool)})
             }
         };
@@ -119,7 +119,7 @@ impl McpPack {
             Some(_) => return Err(ToolError::Invalid("arguments must be an object".to_owned())),
         };
         let server = self.server(namespace)?;
-        let (ready, tool) = ready_tool(server, tool_name)?;
+        let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
         tool.check_arguments(&arguments)
             .map_err(ToolError::Invalid)?;
         let call = ready.session.call_tool(&tool.name, arguments);
@@ -223,14 +223,14 @@ impl Pack for McpPack {
             .to_owned();
         let tool = tool.to_owned();
         Box::pin(async move {
-            let outcome = match arguments_object(&which, args) {
+            let outcome = match arguments_object(&which, args, &self.scrubber) {
                 Err(e) => Err(e),
                 Ok(args) => match which.as_str() {
                     GET_DYNAMIC_TOOLS => self.list(&args),
                     CALL_DYNAMIC_TOOL => self.call_tool(args).await,
                     _ => Err(ToolError::Invalid(format!(
                         "unknown tool {}; this Pack has {}/{GET_DYNAMIC_TOOLS} and {}/{CALL_DYNAMIC_TOOL}",
-                        quoted(&tool),
+                        quoted(&tool, &self.scrubber),
                         self.id,
                         self.id
                     ))),
@@ -242,7 +242,11 @@ impl Pack for McpPack {
 }
 
 /// The arguments as an object (null is no arguments), with no key the tool does not take.
-fn arguments_object(tool: &str, args: Value) -> Result<Map<String, Value>, ToolError> {
+fn arguments_object(
+    tool: &str,
+    args: Value,
+    scrubber: &Scrubber,
+) -> Result<Map<String, Value>, ToolError> {
     let args = match args {
         Value::Null => Map::new(),
         Value::Object(args) => args,
@@ -260,7 +264,7 @@ fn arguments_object(tool: &str, args: Value) -> Result<Map<String, Value>, ToolE
     if let Some(key) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
         return Err(ToolError::Invalid(format!(
             "unknown argument {}; {tool} takes {}",
-            quoted(key),
+            quoted(key, scrubber),
             allowed.join(", ")
         )));
     }
@@ -279,7 +283,11 @@ fn optional_string<'a>(
 }
 
 /// A ready server's tool, or the model-readable reason there is none.
-fn ready_tool(server: &Server, tool_name: &str) -> Result<(Ready, Arc<CheckedTool>), ToolError> {
+fn ready_tool(
+    server: &Server,
+    tool_name: &str,
+    scrubber: &Scrubber,
+) -> Result<(Ready, Arc<CheckedTool>), ToolError> {
     let ready = match server.status() {
         Status::Ready(ready) => ready,
         Status::Loading => {
@@ -300,7 +308,7 @@ fn ready_tool(server: &Server, tool_name: &str) -> Result<(Ready, Arc<CheckedToo
         ToolError::Invalid(format!(
             "{} has no tool {}; its tools are: {known}",
             server.name,
-            quoted(tool_name)
+            quoted(tool_name, scrubber)
         ))
     })?;
     Ok((ready, tool))
@@ -358,9 +366,10 @@ fn session_error(e: SessionError) -> ToolError {
     }
 }
 
-/// A model-written name, quoted and escaped so it cannot pass as anything else.
-fn quoted(name: &str) -> String {
-    format!("\"{}\"", name.escape_default())
+/// A model-written name, quoted and escaped so it cannot pass as anything else. Scrubbed
+/// first: once escaped, a secret in it (`'`, `"`, non-ASCII) would no longer be found.
+fn quoted(name: &str, scrubber: &Scrubber) -> String {
+    format!("\"{}\"", scrubber.scrub(name).escape_default())
 }
 
 /// Up to [`MAX_NAMES_IN_ERROR`] names, comma-separated, saying how many more there are.

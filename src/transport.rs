@@ -7,6 +7,10 @@
 //! header reaches only the configured server and a response's size is its size on the wire.
 //! Nothing here prints the URL: reqwest's errors are stripped of it before they are shown.
 //!
+//! Every text a server sends is scrubbed of the server's secrets here, as it is read (bodies,
+//! SSE events, the content type, error causes), before anything lowercases, escapes, cuts or
+//! logs it: a secret changed by any of those would no longer be found.
+//!
 //! # Connections: keep-alive, unless the server stalls on it
 //!
 //! Requests reuse pooled keep-alive connections: on loopback a new connection per call costs
@@ -33,6 +37,7 @@ use crate::config::ServerSpec;
 use crate::policy::{
     CONNECT_TIMEOUT, MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, redirect_policy,
 };
+use crate::secret::Scrubber;
 use crate::sse::{Event, SseError, SseParser};
 
 const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -41,6 +46,8 @@ const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const JSON_TYPE: &str = "application/json";
+const EVENT_STREAM_TYPE: &str = "text/event-stream";
 
 /// An answer whose first event comes this long after its headers, on a reused connection,
 /// may have met the delayed-ACK stall (Linux delays an ACK by 40 ms at least, 200 ms at
@@ -117,6 +124,8 @@ struct Endpoint {
     url: Url,
     headers: HeaderMap,
     route: Route,
+    /// This server's secrets, scrubbed from everything it sends.
+    scrubber: Arc<Scrubber>,
 }
 
 /// Which connection a POST takes.
@@ -246,8 +255,15 @@ impl Transport {
                 url,
                 headers,
                 route: Route::default(),
+                scrubber: Arc::new(Scrubber::new(spec.secrets.iter().cloned())),
             }),
         })
+    }
+
+    /// The scrubber of this server's secrets, for text about it that did not come through
+    /// here.
+    pub(crate) fn scrubber(&self) -> &Scrubber {
+        &self.endpoint.scrubber
     }
 
     fn headers(&self, session: &SessionHeaders, accept: HeaderValue) -> HeaderMap {
@@ -284,23 +300,28 @@ impl Transport {
             .headers(headers)
             .body(body);
         let sent = Instant::now();
-        let response = checked(request.send().await)?;
+        let scrubber = &self.endpoint.scrubber;
+        let response = checked(request.send().await, scrubber)?;
         let session_id = session_id_of(&response)?;
-        let reply = match content_type(&response).as_deref() {
-            Some("application/json") => Reply::Json(read_capped(response).await?),
-            Some("text/event-stream") => {
+        let reply = match content_type(&response, scrubber) {
+            Some(kind) if kind.eq_ignore_ascii_case(JSON_TYPE) => {
+                let body = read_capped(response, scrubber).await?;
+                Reply::Json(scrubbed_body(body, scrubber))
+            }
+            Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
                 let timing = Timing {
                     endpoint: Arc::clone(&self.endpoint),
                     via,
                     sent,
                     headers: Instant::now(),
                 };
-                Reply::Stream(Box::new(EventStream::new(response, Some(timing))))
+                let scrubber = Arc::clone(scrubber);
+                Reply::Stream(Box::new(EventStream::new(response, scrubber, Some(timing))))
             }
             _ if response.status() == StatusCode::ACCEPTED => Reply::Empty,
             other => {
-                let kind = other.unwrap_or("none").to_owned();
-                if read_capped(response).await?.is_empty() {
+                let kind = other.unwrap_or_else(|| "none".to_owned());
+                if read_capped(response, scrubber).await?.is_empty() {
                     Reply::Empty
                 } else {
                     return Err(TransportError::ContentType(kind));
@@ -334,11 +355,14 @@ impl Transport {
             .map_err(|_| TransportError::Protocol("the server sent an unusable event id"))?;
         headers.insert(LAST_EVENT_ID, id);
         let request = self.client.get(self.endpoint.url.clone()).headers(headers);
-        let response = checked(request.send().await)?;
-        match content_type(&response).as_deref() {
-            Some("text/event-stream") => Ok(EventStream::new(response, None)),
+        let scrubber = &self.endpoint.scrubber;
+        let response = checked(request.send().await, scrubber)?;
+        match content_type(&response, scrubber) {
+            Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
+                Ok(EventStream::new(response, Arc::clone(scrubber), None))
+            }
             other => Err(TransportError::ContentType(
-                other.unwrap_or("none").to_owned(),
+                other.unwrap_or_else(|| "none".to_owned()),
             )),
         }
     }
@@ -352,14 +376,18 @@ impl Transport {
             .delete(self.endpoint.url.clone())
             .headers(headers);
         if let Ok(response) = request.send().await {
-            let _ = read_capped(response).await;
+            let _ = read_capped(response, &self.endpoint.scrubber).await;
         }
     }
 }
 
 /// Sends `request`, turning every non-2xx answer into an error.
-fn checked(sent: Result<Response, reqwest::Error>) -> Result<Response, TransportError> {
-    let response = sent.map_err(|e| TransportError::Send(describe(e)))?;
+fn checked(
+    sent: Result<Response, reqwest::Error>,
+    scrubber: &Scrubber,
+) -> Result<Response, TransportError> {
+    // A cause may quote the server (a certificate's names) or name the host.
+    let response = sent.map_err(|e| TransportError::Send(scrubber.clean(describe(e))))?;
     let status = response.status();
     if status.is_redirection() {
         return Err(TransportError::Redirect(status.as_u16()));
@@ -370,14 +398,25 @@ fn checked(sent: Result<Response, reqwest::Error>) -> Result<Response, Transport
     Ok(response)
 }
 
-fn content_type(response: &Response) -> Option<String> {
+/// The media type of the answer, without parameters, scrubbed: it is shown when it is not
+/// one the client reads, and a server may echo anything there. Compared ignoring case.
+fn content_type(response: &Response, scrubber: &Scrubber) -> Option<String> {
     let value = response
         .headers()
         .get(header::CONTENT_TYPE)?
         .to_str()
         .ok()?;
     let essence = value.split(';').next().unwrap_or_default().trim();
-    Some(essence.to_ascii_lowercase())
+    Some(scrubber.scrub(essence).into_owned())
+}
+
+/// A JSON body with the server's secrets scrubbed. One that is not UTF-8 is not JSON either:
+/// it goes on unchanged to the parser, which refuses it without quoting it.
+fn scrubbed_body(body: Vec<u8>, scrubber: &Scrubber) -> Vec<u8> {
+    match String::from_utf8(body) {
+        Ok(text) => scrubber.clean(text).into_bytes(),
+        Err(not_text) => not_text.into_bytes(),
+    }
 }
 
 fn session_id_of(response: &Response) -> Result<Option<HeaderValue>, TransportError> {
@@ -395,9 +434,16 @@ fn session_id_of(response: &Response) -> Result<Option<HeaderValue>, TransportEr
 }
 
 /// Reads a whole body, failing as soon as it passes the cap: `Content-Length` is not trusted.
-async fn read_capped(mut response: Response) -> Result<Vec<u8>, TransportError> {
+async fn read_capped(
+    mut response: Response,
+    scrubber: &Scrubber,
+) -> Result<Vec<u8>, TransportError> {
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(body_error)? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| body_error(e, scrubber))?
+    {
         if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
             return Err(TransportError::TooLarge {
                 limit: MAX_RESPONSE_BYTES,
@@ -408,13 +454,14 @@ async fn read_capped(mut response: Response) -> Result<Vec<u8>, TransportError> 
     Ok(body)
 }
 
-fn body_error(e: reqwest::Error) -> TransportError {
-    TransportError::Body(describe(e))
+fn body_error(e: reqwest::Error, scrubber: &Scrubber) -> TransportError {
+    TransportError::Body(scrubber.clean(describe(e)))
 }
 
 /// An SSE answer, read event by event, each event capped.
 pub(crate) struct EventStream {
     response: Response,
+    scrubber: Arc<Scrubber>,
     parser: SseParser,
     ready: std::collections::VecDeque<Event>,
     scratch: Vec<Event>,
@@ -423,9 +470,10 @@ pub(crate) struct EventStream {
 }
 
 impl EventStream {
-    fn new(response: Response, timing: Option<Timing>) -> Self {
+    fn new(response: Response, scrubber: Arc<Scrubber>, timing: Option<Timing>) -> Self {
         Self {
             response,
+            scrubber,
             parser: SseParser::new(MAX_SSE_EVENT_BYTES),
             ready: Default::default(),
             scratch: Vec::new(),
@@ -445,9 +493,10 @@ impl EventStream {
                         now - timing.sent,
                     );
                 }
-                return Ok(Some(event.data));
+                return Ok(Some(self.scrubber.clean(event.data)));
             }
-            let Some(chunk) = self.response.chunk().await.map_err(body_error)? else {
+            let chunk = self.response.chunk().await;
+            let Some(chunk) = chunk.map_err(|e| body_error(e, &self.scrubber))? else {
                 return Ok(None);
             };
             // Events are consumed as they come, so the event cap bounds memory; an endless
@@ -469,7 +518,7 @@ impl EventStream {
 }
 
 /// Why a message did not get through or its answer could not be read. No variant holds the
-/// URL or a header value.
+/// URL or a header value, and the server's text in one was scrubbed as it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum TransportError {
     /// The configured URL could not be used.

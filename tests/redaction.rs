@@ -1,7 +1,8 @@
 //! No secret leaves the Pack: canary values placed in the URL and in headers (through
 //! `${env:...}`, set in `.cargo/config.toml`) must appear in no result, error, reason or log
-//! line, with every log level on. This file is its own test binary, so it can own the global
-//! log subscriber and see the lines of every thread and task.
+//! line, in any form the client or a server gives them, with every log level on. This file is
+//! its own test binary, so it can own the global log subscriber and see the lines of every
+//! thread and task.
 
 mod support;
 
@@ -10,9 +11,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::canaries::{
+    BASIC, CANARY, HEADER, PATH_SENT, QUERY_SENT, assert_clean, url_with_canaries,
+};
 use support::hostile::{self, Hostile, Script};
-
-const CANARY: &str = env!("PLUGIN_MCP_TEST_CANARY");
 
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -40,18 +42,6 @@ fn logs() -> &'static Captured {
             .init();
         captured
     })
-}
-
-/// The canary and the forms it could take in a URL or JSON text.
-fn forms() -> Vec<String> {
-    let percent: String = CANARY.bytes().map(|b| format!("%{b:02X}")).collect();
-    vec![CANARY.to_owned(), percent, CANARY.replace('-', "%2D")]
-}
-
-fn assert_clean(what: &str, text: &str) {
-    for form in forms() {
-        assert!(!text.contains(&form), "{what} leaks the canary: {text}");
-    }
 }
 
 fn secret_entry(url: &str) -> Value {
@@ -175,4 +165,78 @@ async fn server_text_in_log_lines_is_escaped() {
         !logged.lines().any(|l| l.starts_with("2026-01-01")),
         "a forged line reached the log"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_form_the_client_derives_from_a_secret_gets_out() {
+    let logs = logs();
+    let server = Hostile::start(hostile::echo_everything).await;
+    let pack = support::pack(json!({
+        "echo": {
+            "url": url_with_canaries(server.port),
+            "headers": {"X-Canary": "${env:PLUGIN_MCP_TEST_CANARY_HEADER}"},
+        },
+    }));
+    support::wait_for(&pack, "echo", "ready", Duration::from_secs(10)).await;
+
+    let mut said = vec![
+        support::list(&pack, json!({})).await.to_string(),
+        support::list(&pack, json!({"namespace": "echo"}))
+            .await
+            .to_string(),
+    ];
+    let calls = [
+        ("echo", "echo", json!({})),
+        ("echo", "echo", json!({"text": "content type"})),
+        ("echo", "echo", json!({"text": "ask"})),
+        ("echo", HEADER, json!({})),
+        (HEADER, "echo", json!({})),
+    ];
+    for (namespace, tool, arguments) in calls {
+        said.push(
+            match support::call(&pack, namespace, tool, arguments).await {
+                Ok(text) => text,
+                Err(e) => e.to_string(),
+            },
+        );
+    }
+    let unknown_key = pack.call("mcp/call_dynamic_tool", json!({HEADER: 1})).await;
+    said.push(unknown_key.expect_err("an unknown argument").to_string());
+
+    // The server really received every derived form: the test could fail.
+    let call = server.calls_of("tools/call").pop().expect("a call");
+    assert_eq!(call.header("authorization"), Some(BASIC));
+    assert_eq!(call.target, format!("/{PATH_SENT}/mcp?key={QUERY_SENT}"));
+    assert_eq!(call.header("x-canary"), Some(HEADER));
+
+    for text in &said {
+        assert_clean("an output", text);
+    }
+    // What was echoed came back with the marker in its place.
+    let echoed = said
+        .iter()
+        .find(|t| t.contains("authorization"))
+        .expect("the headers were echoed");
+    // The path and query carry a secret each, so each is a secret as a whole.
+    assert!(echoed.starts_with("[redacted]?[redacted] ["), "{echoed}");
+    assert!(echoed.contains("\"Basic [redacted]\""), "{echoed}");
+    assert!(
+        echoed.contains("(\"x-canary\", \"[redacted]\")"),
+        "{echoed}"
+    );
+    assert!(
+        said.iter()
+            .any(|t| t.contains("content type is [redacted]/")),
+        "{said:?}"
+    );
+
+    drop(pack);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let logged = String::from_utf8_lossy(&logs.0.lock().expect("log")).into_owned();
+    let answered = logged
+        .lines()
+        .find(|l| l.contains("could not answer a server request"))
+        .expect("the debug line fired");
+    assert!(answered.contains("[redacted]"), "{answered}");
+    assert_clean("the log", &logged);
 }

@@ -27,6 +27,11 @@ fn env() -> FakeEnvironment {
             ("B", "beta"),
             ("EMPTY", ""),
             ("CRLF", "x\r\ny"),
+            ("USER", "canary-user"),
+            ("PASS", "Pa%20ss'%21-9e1c"),
+            ("HOST", "Canary-Höst-7c2e"),
+            ("PATH", "Canary Päth"),
+            ("QUERY", "Canary Qüery'"),
         ]),
         home: Some("/home/u"),
     }
@@ -180,11 +185,7 @@ fn substitution_expands_env_and_home_anywhere_any_number_of_times() {
     ];
     for (raw, want) in cases {
         let got = url_of(json!({"url": raw}));
-        assert_eq!(
-            reqwest::Url::parse(&got).expect("url").as_str(),
-            want,
-            "{raw}"
-        );
+        assert_eq!(Url::parse(&got).expect("url").as_str(), want, "{raw}");
     }
 }
 
@@ -246,5 +247,40 @@ fn headers_are_sensitive_and_every_value_is_a_secret() {
     let shown = format!("{spec:?}");
     for value in ["alpha", "beta", "plain-value", "https://h"] {
         assert!(!shown.contains(value), "{value} in {shown}");
+    }
+}
+
+#[test]
+fn every_form_the_url_takes_on_the_wire_is_a_secret() {
+    let spec = one(json!({
+        "url": "http://${env:USER}:${env:PASS}@${env:HOST}.example:8443/t/${env:PATH}/mcp?k=${env:QUERY}",
+    }))
+    .expect("accepted");
+    let exposed: Vec<&str> = spec.secrets.iter().map(Secret::expose).collect();
+    for want in [
+        // As the url crate serializes it, and as reqwest keeps it after taking the userinfo.
+        "http://canary-user:Pa%20ss'%21-9e1c@xn--canary-hst-7c2e-gtb.example:8443\
+         /t/Canary%20P%C3%A4th/mcp?k=Canary%20Q%C3%BCery%27",
+        "http://xn--canary-hst-7c2e-gtb.example:8443/t/Canary%20P%C3%A4th/mcp?k=Canary%20Q%C3%BCery%27",
+        // The userinfo decoded, and the `Basic` credential reqwest builds from it.
+        "Pa ss'!-9e1c",
+        "canary-user:Pa ss'!-9e1c",
+        "Y2FuYXJ5LXVzZXI6UGEgc3MnIS05ZTFj",
+        // Each part an expanded value went into, as sent.
+        "xn--canary-hst-7c2e-gtb.example",
+        "/t/Canary%20P%C3%A4th/mcp",
+        "k=Canary%20Q%C3%BCery%27",
+    ] {
+        assert!(exposed.contains(&want), "{want} missing from {exposed:?}");
+    }
+}
+
+#[test]
+fn parts_of_the_url_without_an_expanded_value_are_not_secrets() {
+    let spec = one(json!({"url": "https://api.example/mcp?k=${env:QUERY}"})).expect("accepted");
+    let exposed: Vec<&str> = spec.secrets.iter().map(Secret::expose).collect();
+    assert!(exposed.contains(&"k=Canary%20Q%C3%BCery%27"), "{exposed:?}");
+    for literal in ["api.example", "/mcp"] {
+        assert!(!exposed.contains(&literal), "{literal} in {exposed:?}");
     }
 }

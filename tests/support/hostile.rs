@@ -17,6 +17,8 @@ use tokio::net::{TcpListener, TcpStream};
 #[derive(Debug, Clone)]
 pub struct Request {
     pub method: String,
+    /// The request target as sent: path and query.
+    pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
 }
@@ -166,7 +168,9 @@ async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Re
     };
     let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
     let mut lines = head.split("\r\n");
-    let method = lines.next()?.split(' ').next()?.to_owned();
+    let mut request_line = lines.next()?.split(' ');
+    let method = request_line.next()?.to_owned();
+    let target = request_line.next().unwrap_or_default().to_owned();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
@@ -190,6 +194,7 @@ async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Re
     buffer.drain(..body_start + length);
     Some(Request {
         method,
+        target,
         headers,
         body,
     })
@@ -269,5 +274,58 @@ pub fn mcp(request: &Request) -> Script {
             ))
         }
         _ => accepted(),
+    }
+}
+
+/// Answers like [`mcp`], but echoes the request target with the headers, lists tools named
+/// after the `X-Canary` header, answers a call with a content type that echoes it, and asks
+/// the client something before answering a call (`{"text": "ask"}`), answering the client's
+/// answer with such a content type too: everything a server can send back of what it was
+/// sent, by every way the Pack reads.
+pub fn echo_everything(r: &Request) -> Script {
+    let header = r.header("x-canary").unwrap_or_default().to_owned();
+    let echoed_type = Script {
+        steps: vec![Step::Write(http(
+            "200 OK",
+            &[("content-type", &format!("{header}/{}", r.target))],
+            b"{}",
+        ))],
+        keep_alive: true,
+    };
+    let echo = format!("{} {:?}", r.target, r.headers);
+    if r.method == "POST" && r.body.get("error").is_some() {
+        return echoed_type; // the client's answer to the server's request
+    }
+    match (
+        r.rpc_method(),
+        r.body["params"]["arguments"]["text"].as_str(),
+    ) {
+        ("tools/list", _) => json_reply(&result_for(
+            r,
+            json!({"tools": [
+                {"name": "echo", "inputSchema": {"type": "object"}},
+                {"name": header, "inputSchema": {"type": "object"}},
+                {"name": format!("{header}\u{7}"), "inputSchema": {"type": "object"}},
+            ]}),
+        )),
+        ("tools/call", Some("content type")) => echoed_type,
+        ("tools/call", Some("ask")) => {
+            let ask = json!({"jsonrpc": "2.0", "id": "ask-1", "method": "roots/list"});
+            let result = result_for(r, json!({"content": [{"type": "text", "text": echo}]}));
+            let events = format!("data: {ask}\n\ndata: {result}\n\n");
+            Script {
+                steps: vec![Step::Write(http(
+                    "200 OK",
+                    &[("content-type", "text/event-stream")],
+                    events.as_bytes(),
+                ))],
+                keep_alive: true,
+            }
+        }
+        ("tools/call", _) => json_reply(&result_for(
+            r,
+            json!({"content": [{"type": "text", "text": echo}]}),
+        )),
+        _ => mcp(r),
     }
 }

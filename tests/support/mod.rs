@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different part of this module
 
+pub mod canaries;
 pub mod hostile;
 pub mod rmcp_server;
 

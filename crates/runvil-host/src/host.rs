@@ -23,18 +23,6 @@ pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 /// How long farewell messages get to leave before the process exits.
 pub(crate) const FAREWELL_GRACE: Duration = Duration::from_millis(200);
 
-/// Logs to stderr, filtered by RUST_LOG (else `default`, such as `warn`), so stdout carries
-/// only results; in colour only on a terminal, so a log file holds no escape codes.
-pub(crate) fn init_logging(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(|| progress::LogWriter)
-        .init();
-}
-
 /// `runvil tools`: the listing, of every server, one server, or one tool.
 pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answer: &Answer) -> u8 {
     let mut args = serde_json::Map::new();

@@ -7,6 +7,7 @@
 //! - `cli`: the arguments and the help. `discovery`: which mcp.json is read.
 //! - `host`: `tools` and `call`, and what every command shares (the Pack, exit codes, stdout).
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
+//! - `logging`: log lines on stderr, with the HTTP stack's lines capped.
 //! - `check`, `serve`, `demo`: one command each.
 
 #![forbid(unsafe_code)]
@@ -16,6 +17,7 @@ mod cli;
 mod demo;
 mod discovery;
 mod host;
+mod logging;
 mod output;
 mod progress;
 mod serve;
@@ -35,7 +37,7 @@ fn main() -> ExitCode {
         Command::Serve { .. } | Command::Demo => "warn",
         _ => "error",
     };
-    host::init_logging(default_log);
+    logging::init(default_log);
     let code = match cli.command {
         // No runtime: `check` must not let the Pack's connection tasks run at all.
         Command::Check { source } => check::run(&source),
