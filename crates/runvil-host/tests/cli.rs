@@ -242,7 +242,11 @@ fn the_longest_wait_overflows_nothing() {
         args.extend(["--config", config.arg(), "--wait", &longest]);
         let out = runvil(&args);
         assert_eq!(out.status.code(), code, "{args:?}: {}", text(&out.stderr));
-        assert!(text(&out.stderr).starts_with(stderr), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).starts_with(stderr),
+            "{}",
+            text(&out.stderr)
+        );
     }
 }
 
