@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use secrecy::{ExposeSecret, SecretString};
+use zeroize::Zeroize;
 
 use crate::policy::{MIN_SCRUBBED_SECRET_CHARS, REDACTION_MARKER};
 
@@ -20,8 +21,13 @@ use crate::policy::{MIN_SCRUBBED_SECRET_CHARS, REDACTION_MARKER};
 pub(crate) struct Secret(SecretString);
 
 impl Secret {
-    pub(crate) fn new(value: String) -> Self {
-        Self(SecretString::from(value))
+    pub(crate) fn new(mut value: String) -> Self {
+        // secrecy's `From<String>` shrinks the buffer to fit, which may move it and free the
+        // old one unwiped: the value is copied into a box of its exact size instead, and the
+        // original wiped.
+        let exact = Box::<str>::from(value.as_str());
+        value.zeroize();
+        Self(SecretString::from(exact))
     }
 
     /// The value itself, for the one place that must send it.
