@@ -58,13 +58,11 @@ impl McpPack {
         let namespace = optional_string(args, "namespace")?;
         let tool_name = optional_string(args, "toolName")?;
         match (namespace, tool_name) {
-            (None, Some(_)) => {
-                return Err(ToolError::Invalid(
-                    "toolName needs a namespace: pass both, or call with no arguments to list \
+            (None, Some(_)) => Err(ToolError::Invalid(
+                "toolName needs a namespace: pass both, or call with no arguments to list \
                      the namespaces"
-                        .to_owned(),
-                ));
-            }
+                    .to_owned(),
+            )),
             (None, None) => {
                 let statuses: Vec<Status> = self.servers.iter().map(|s| s.status()).collect();
                 let servers = self.servers.iter().zip(&statuses);
