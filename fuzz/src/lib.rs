@@ -143,7 +143,16 @@ pub fn jsonrpc(data: &[u8]) {
         "inputSchema": {"type": "object"},
         "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
     }]});
-    let set = envelope::check_tools(vec![Untrusted::new(result.clone()), Untrusted::new(fixed)]);
+    let mut catalog = envelope::Catalog::default();
+    for page in [result, &fixed] {
+        let Ok(page) = serde_json::value::to_raw_value(page) else {
+            return;
+        };
+        if catalog.add_page(&Untrusted::new(page)).is_err() {
+            return;
+        }
+    }
+    let set = catalog.finish();
     for tool in set.tools.values() {
         assert_clean(&tool.name);
         assert_clean(&tool.description);
