@@ -324,10 +324,11 @@ pub(crate) fn encode_name(name: &str) -> Result<HeaderValue, String> {
 fn encode(text: &str) -> Result<HeaderValue, String> {
     // A tab, which HTTP allows inside a value, is encoded too: proxies may fold it into a
     // space, and the conformance suite expects any tab encoded. Decoding always restores it.
+    let looks_encoded = text.starts_with(SENTINEL_START) && text.ends_with(SENTINEL_END);
     let plain = text.bytes().all(|b| matches!(b, b' '..=b'~'))
         && !text.starts_with(' ')
         && !text.ends_with(' ')
-        && !(text.starts_with(SENTINEL_START) && text.ends_with(SENTINEL_END));
+        && !looks_encoded;
     let shown = if plain {
         text.to_owned()
     } else {
