@@ -135,7 +135,7 @@ impl ParamHeaders {
     fn visit(
         &mut self,
         node: &Value,
-        path: Option<&mut Vec<String>>,
+        mut path: Option<&mut Vec<String>>,
         depth: usize,
     ) -> Result<(), String> {
         // The envelope's measure: a container inside `depth` others nests `depth + 1` deep.
@@ -153,7 +153,6 @@ impl ParamHeaders {
             }
             _ => return Ok(()),
         };
-        let mut path = path;
         if let Some(name) = map.get(ANNOTATION) {
             match path.as_deref() {
                 Some(keys) if !keys.is_empty() => self.add(name, keys.to_vec(), map)?,
