@@ -83,6 +83,16 @@ pub(crate) const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 /// real schema and keeps validation's recursion shallow.
 pub(crate) const MAX_SCHEMA_DEPTH: usize = 32;
 
+/// The most `x-mcp-header` parameters one tool may declare; a tool with more is rejected.
+/// Each one is a header on every call of the tool, and HTTP servers commonly refuse requests
+/// with about 100 headers (hyper's default) or 8 KiB of them; real tools mirror a routing key
+/// or two.
+pub(crate) const MAX_PARAM_HEADERS: usize = 32;
+
+/// The longest `{Name}` of an `Mcp-Param-{Name}` header a tool may declare, in bytes (it is
+/// ASCII). It is sent on every call; a routing key's name is a word.
+pub(crate) const MAX_PARAM_HEADER_NAME_BYTES: usize = 64;
+
 /// The longest result text handed to a model; the rest is cut with a marker.
 pub(crate) const MAX_RESULT_CHARS: usize = 2 * 1024 * 1024;
 
@@ -246,6 +256,11 @@ fn table() -> Vec<(&'static str, String)> {
         ("MAX_DESCRIPTION_CHARS", MAX_DESCRIPTION_CHARS.to_string()),
         ("MAX_SCHEMA_BYTES", MAX_SCHEMA_BYTES.to_string()),
         ("MAX_SCHEMA_DEPTH", MAX_SCHEMA_DEPTH.to_string()),
+        ("MAX_PARAM_HEADERS", MAX_PARAM_HEADERS.to_string()),
+        (
+            "MAX_PARAM_HEADER_NAME_BYTES",
+            MAX_PARAM_HEADER_NAME_BYTES.to_string(),
+        ),
         ("MAX_RESULT_CHARS", MAX_RESULT_CHARS.to_string()),
         ("MAX_NAMES_IN_ERROR", MAX_NAMES_IN_ERROR.to_string()),
         (
