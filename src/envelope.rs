@@ -31,6 +31,7 @@ mod chars;
 // Not called yet: the session and transport start using it when they speak 2026-07-28, and
 // this allow goes with that change.
 #[allow(dead_code)]
+#[path = "envelope/param_headers.rs"]
 pub(crate) mod param_headers;
 
 pub(crate) use catalog::{Catalog, Loose, Object};
