@@ -185,13 +185,15 @@ fn a_schema_that_does_not_compile_checks_nothing_and_fetches_nothing() {
             json!({"name": "regex", "inputSchema": {"type": "object", "properties": {"p": {"type": "string", "pattern": "(a+)+$"}}}}),
         ),
     ]);
-    for name in ["remote", "file", "typo"] {
-        assert_eq!(
-            set.tools[name].check_arguments(&json!({"any": 1})),
-            Ok(()),
-            "{name}"
-        );
-    }
+    // A reference outside the schema cannot be measured, so its tool is refused.
+    let refused: Vec<(&str, &str)> = set
+        .rejected
+        .iter()
+        .map(|r| (r.name.as_str(), r.reason.as_str()))
+        .collect();
+    let unresolved = "inputSchema has a reference that does not resolve inside it";
+    assert_eq!(refused, [("remote", unresolved), ("file", unresolved)]);
+    assert_eq!(set.tools["typo"].check_arguments(&json!({"any": 1})), Ok(()));
     let regex = &set.tools["regex"];
     let evil = format!("{}!", "a".repeat(50_000));
     assert!(regex.check_arguments(&json!({"p": evil})).is_err());
@@ -202,7 +204,7 @@ fn convert(result: Value) -> Result<String, String> {
     let set = checked(vec![tool(
         json!({"outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}),
     )]);
-    match convert_result(Untrusted::new(result), &set.tools["t"]) {
+    match convert_now(Untrusted::new(result), &set.tools["t"]) {
         Outcome::Text(text) => Ok(text),
         Outcome::ToolFailed(text) => Err(text),
     }
