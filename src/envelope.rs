@@ -148,8 +148,8 @@ fn check_tool(tool: Value) -> Result<CheckedTool, Rejected> {
         .unwrap_or_else(|| name.clone());
     let description = truncate(description, MAX_DESCRIPTION_CHARS);
     let input_schema = tool.remove("inputSchema").unwrap_or(Value::Null);
-    let input_expansion = check_schema(&input_schema)
-        .map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
+    let input_expansion =
+        check_schema(&input_schema).map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
     let (output_schema, output_expansion) = match tool.remove("outputSchema") {
         None | Some(Value::Null) => (None, 0),
         Some(schema) => {
@@ -312,7 +312,10 @@ fn within_budget(instance: &Value, expansion: u64) -> Result<(), u64> {
 /// the message its schema's words, so both are cleaned and capped like a result.
 fn violation(pointer: &str, message: &str) -> String {
     let path = if pointer.is_empty() { "/" } else { pointer };
-    truncate(clean_owned(format!("{path}: {message}")), MAX_VIOLATION_CHARS)
+    truncate(
+        clean_owned(format!("{path}: {message}")),
+        MAX_VIOLATION_CHARS,
+    )
 }
 
 /// What a `tools/call` result becomes for a model.

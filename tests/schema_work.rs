@@ -40,7 +40,10 @@ fn at_the_expansion_limit() -> Value {
 
 /// An object of `values` JSON values: itself and `values - 1` properties.
 fn object_of(values: usize) -> Value {
-    (1..values).map(|i| (format!("p{i}"), json!(i))).collect::<Map<String, Value>>().into()
+    (1..values)
+        .map(|i| (format!("p{i}"), json!(i)))
+        .collect::<Map<String, Value>>()
+        .into()
 }
 
 /// A server that lists `tools` beside the well-behaved `echo`, and answers `tools/call` of
@@ -104,7 +107,12 @@ async fn reference_bombs_are_dropped_at_listing_and_the_other_tools_work() {
         support::call(&pack, "s", "echo", json!({"text": "still here"})).await,
         Ok("still here".to_owned())
     );
-    assert!(server.calls_of("tools/call").iter().all(|r| r.body["params"]["name"] == "echo"));
+    assert!(
+        server
+            .calls_of("tools/call")
+            .iter()
+            .all(|r| r.body["params"]["name"] == "echo")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,7 +123,11 @@ async fn a_check_past_the_work_budget_fails_closed() {
         json!({"name": "wide_in", "inputSchema": schema}),
         json!({"name": "wide_out", "inputSchema": {"type": "object"}, "outputSchema": schema}),
     ];
-    let server = server(tools, json!({"content": [], "structuredContent": object_of(129)})).await;
+    let server = server(
+        tools,
+        json!({"content": [], "structuredContent": object_of(129)}),
+    )
+    .await;
     let pack = ready_pack(&server).await;
 
     let at_budget = support::call(&pack, "s", "wide_in", object_of(128)).await;
@@ -135,7 +147,10 @@ async fn a_check_past_the_work_budget_fails_closed() {
                 .to_owned()
         ))
     );
-    assert!(server.calls_of("tools/call").is_empty(), "unchecked arguments were sent");
+    assert!(
+        server.calls_of("tools/call").is_empty(),
+        "unchecked arguments were sent"
+    );
 
     assert_eq!(
         support::call(&pack, "s", "wide_out", json!({})).await,
@@ -213,7 +228,11 @@ async fn violation_texts_are_cleaned_and_capped() {
     let message = format!("/p: \"{}\" was expected", "c".repeat(100_000));
     assert_eq!(
         violation,
-        format!("{}\n[... {} characters cut]", &message[..1024], message.len() - 1024)
+        format!(
+            "{}\n[... {} characters cut]",
+            &message[..1024],
+            message.len() - 1024
+        )
     );
 }
 
@@ -263,17 +282,27 @@ fn a_dropped_call_never_starts_its_check() {
 
         let call = support::call(&pack, "s", "echo", json!({"text": "never sent"}));
         let waited = tokio::time::timeout(Duration::from_millis(200), call).await;
-        assert!(waited.is_err(), "the call finished beside a held pool: {waited:?}");
+        assert!(
+            waited.is_err(),
+            "the call finished beside a held pool: {waited:?}"
+        );
         // The timeout dropped the call with its check still in line; now let the line move.
         release.send(()).expect("release");
         holder.await.expect("holder").expect("released");
 
         let dropped = "a check was not started: its call was dropped tool=echo";
-        support::wait_until("the dropped call's check to be skipped", QUICK, async || {
-            let text = logs.0.lock().expect("log").clone();
-            String::from_utf8_lossy(&text).contains(dropped)
-        })
+        support::wait_until(
+            "the dropped call's check to be skipped",
+            QUICK,
+            async || {
+                let text = logs.0.lock().expect("log").clone();
+                String::from_utf8_lossy(&text).contains(dropped)
+            },
+        )
         .await;
-        assert!(server.calls_of("tools/call").is_empty(), "a dropped call was sent");
+        assert!(
+            server.calls_of("tools/call").is_empty(),
+            "a dropped call was sent"
+        );
     });
 }

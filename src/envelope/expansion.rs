@@ -239,7 +239,10 @@ impl<'r> Counter<'r> {
             match keyword {
                 "$dynamicRef" => {
                     let name = reference.rsplit_once('#').map_or("", |(_, name)| name);
-                    let anchors = self.dynamic_anchors.get(name).map_or(&[][..], Vec::as_slice);
+                    let anchors = self
+                        .dynamic_anchors
+                        .get(name)
+                        .map_or(&[][..], Vec::as_slice);
                     targets.extend(candidates(anchors));
                 }
                 "$recursiveRef" => targets.extend(candidates(&self.recursive_anchors)),
