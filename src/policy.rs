@@ -103,9 +103,10 @@ pub(crate) const MAX_VIOLATIONS_IN_ERROR: usize = 5;
 /// milliseconds. Past it the tool is dropped when listed.
 pub(crate) const MAX_SCHEMA_EXPANSION: u64 = MAX_SCHEMA_BYTES as u64;
 
-/// The most references followed one inside another while measuring a schema, like
-/// [`MAX_SCHEMA_DEPTH`] for nesting: it keeps the measuring's recursion shallow.
-pub(crate) const MAX_SCHEMA_REF_CHAIN: usize = 32;
+/// The deepest nesting of a schema with its references expanded, each reference's target a
+/// level below it. Keeps the recursion of measuring and of validating shallow: far beyond real
+/// schemas, and several times [`MAX_SCHEMA_DEPTH`] for references between definitions.
+pub(crate) const MAX_SCHEMA_EXPANDED_DEPTH: usize = 128;
 
 /// The most work one check may take: the values of the checked JSON times the schema's
 /// expansion, an upper bound of the steps the validator takes. About half a second at worst;
@@ -255,7 +256,10 @@ fn table() -> Vec<(&'static str, String)> {
             MAX_VIOLATIONS_IN_ERROR.to_string(),
         ),
         ("MAX_SCHEMA_EXPANSION", MAX_SCHEMA_EXPANSION.to_string()),
-        ("MAX_SCHEMA_REF_CHAIN", MAX_SCHEMA_REF_CHAIN.to_string()),
+        (
+            "MAX_SCHEMA_EXPANDED_DEPTH",
+            MAX_SCHEMA_EXPANDED_DEPTH.to_string(),
+        ),
         ("MAX_VALIDATION_WORK", MAX_VALIDATION_WORK.to_string()),
         ("MAX_VIOLATION_CHARS", MAX_VIOLATION_CHARS.to_string()),
         ("REDACTION_MARKER", REDACTION_MARKER.to_owned()),

@@ -27,6 +27,20 @@ fn bomb(levels: usize) -> Value {
     json!({"type": "object", "$defs": defs, "properties": {"a": {"$ref": "#/$defs/d0"}}})
 }
 
+/// A root whose `$ref` starts a chain of `refs` references: `refs + 2` levels deep with its
+/// references expanded (root, `$defs`, then one level a reference).
+fn chain(refs: usize) -> Value {
+    let mut defs = Map::new();
+    for i in 1..refs {
+        defs.insert(
+            format!("d{i}"),
+            json!({"$ref": format!("#/$defs/d{}", i + 1)}),
+        );
+    }
+    defs.insert(format!("d{refs}"), json!({"type": "object"}));
+    json!({"$ref": "#/$defs/d1", "$defs": defs})
+}
+
 /// A schema of 262144 nodes with its references expanded (`MAX_SCHEMA_EXPANSION`, in a few
 /// kilobytes): 256 references to a definition of 1002 nodes, padded to the exact size.
 fn at_the_expansion_limit() -> Value {
@@ -75,7 +89,8 @@ async fn reference_bombs_are_dropped_at_listing_and_the_other_tools_work() {
     let tools = vec![
         json!({"name": "in_bomb", "inputSchema": bomb(40)}),
         json!({"name": "out_bomb", "inputSchema": object, "outputSchema": bomb(40)}),
-        json!({"name": "wide_bomb", "inputSchema": bomb(20)}),
+        json!({"name": "deepest", "inputSchema": chain(126)}),
+        json!({"name": "too_deep", "inputSchema": chain(127)}),
         json!({"name": "at_limit", "inputSchema": at_the_expansion_limit()}),
     ];
     let server = server(tools, json!({"content": []})).await;
@@ -85,9 +100,9 @@ async fn reference_bombs_are_dropped_at_listing_and_the_other_tools_work() {
     assert_eq!(
         listing["rejected"],
         json!([
-            {"name": "in_bomb", "reason": "inputSchema has more than 32 references followed one inside another"},
-            {"name": "out_bomb", "reason": "outputSchema has more than 32 references followed one inside another"},
-            {"name": "wide_bomb", "reason": "inputSchema expands through its references to more than 262144 nodes"},
+            {"name": "in_bomb", "reason": "inputSchema expands through its references to more than 262144 nodes"},
+            {"name": "out_bomb", "reason": "outputSchema expands through its references to more than 262144 nodes"},
+            {"name": "too_deep", "reason": "inputSchema is nested deeper than 128 levels through its references"},
         ])
     );
     let names: Vec<&str> = listing["tools"]
@@ -96,11 +111,11 @@ async fn reference_bombs_are_dropped_at_listing_and_the_other_tools_work() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert_eq!(names, ["at_limit", "echo"]);
+    assert_eq!(names, ["at_limit", "deepest", "echo"]);
     assert_eq!(
         support::call(&pack, "s", "in_bomb", json!({"a": "x"})).await,
         Err(ToolError::Invalid(
-            "s has no tool \"in_bomb\"; its tools are: at_limit, echo".to_owned()
+            "s has no tool \"in_bomb\"; its tools are: at_limit, deepest, echo".to_owned()
         ))
     );
     assert_eq!(
@@ -112,6 +127,11 @@ async fn reference_bombs_are_dropped_at_listing_and_the_other_tools_work() {
             .calls_of("tools/call")
             .iter()
             .all(|r| r.body["params"]["name"] == "echo")
+    );
+    // The deepest accepted schema checks arguments like any other, and the call goes out.
+    assert_eq!(
+        support::call(&pack, "s", "deepest", json!({"x": 1})).await,
+        Ok(String::new())
     );
 }
 

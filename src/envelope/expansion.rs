@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 use referencing::{Draft, Registry, Resolver};
 use serde_json::{Map, Value};
 
-use crate::policy::{MAX_SCHEMA_EXPANSION, MAX_SCHEMA_REF_CHAIN};
+use crate::policy::{MAX_SCHEMA_EXPANDED_DEPTH, MAX_SCHEMA_EXPANSION};
 
 /// Where the validator puts a schema that has no `$id`; the same here, so references resolve
 /// alike.
@@ -31,8 +31,8 @@ const BASE_URI: &str = "json-schema:///";
 pub(crate) enum TooMuch {
     /// The expanded tree passes [`MAX_SCHEMA_EXPANSION`] nodes.
     Nodes,
-    /// More than [`MAX_SCHEMA_REF_CHAIN`] references followed one inside another.
-    Chain,
+    /// The expanded tree is nested deeper than [`MAX_SCHEMA_EXPANDED_DEPTH`].
+    Depth,
     /// A reference that does not resolve inside the schema.
     Unresolved,
 }
@@ -44,9 +44,9 @@ impl std::fmt::Display for TooMuch {
                 f,
                 "expands through its references to more than {MAX_SCHEMA_EXPANSION} nodes"
             ),
-            Self::Chain => write!(
+            Self::Depth => write!(
                 f,
-                "has more than {MAX_SCHEMA_REF_CHAIN} references followed one inside another"
+                "is nested deeper than {MAX_SCHEMA_EXPANDED_DEPTH} levels through its references"
             ),
             Self::Unresolved => f.write_str("has a reference that does not resolve inside it"),
         }
@@ -83,25 +83,26 @@ struct Located<'r> {
     draft: Draft,
 }
 
-/// A node's expanded size, and the longest chain of references inside it.
+/// A node's expanded size and nesting depth (a scalar is 0, `{}` is 1, a reference's target
+/// one level below the object that holds it).
 #[derive(Clone, Copy)]
 struct Measure {
     nodes: u64,
-    chain: usize,
+    depth: usize,
 }
 
 impl Measure {
-    /// Takes in a part reached through `hops` more references (0 or 1).
-    fn add(&mut self, part: Measure, hops: usize) -> Result<(), TooMuch> {
+    /// Takes in a child, or a reference's target.
+    fn add(&mut self, part: Measure) -> Result<(), TooMuch> {
         self.nodes = self.nodes.saturating_add(part.nodes);
-        self.chain = self.chain.max(part.chain + hops);
+        self.depth = self.depth.max(part.depth + 1);
         if self.nodes > MAX_SCHEMA_EXPANSION {
             return Err(TooMuch::Nodes);
         }
-        // The chain of the path that led here is checked on the way down; this one catches a
-        // chain measured piecewise, its inner links first.
-        if self.chain > MAX_SCHEMA_REF_CHAIN {
-            return Err(TooMuch::Chain);
+        // The depth of the path that led here is checked on the way down; this catches a
+        // depth measured piecewise, remembered parts first.
+        if self.depth > MAX_SCHEMA_EXPANDED_DEPTH {
+            return Err(TooMuch::Depth);
         }
         Ok(())
     }
@@ -153,47 +154,52 @@ impl<'r> Counter<'r> {
         }
     }
 
-    /// The expanded size of `node`, whose own `$id` `resolver` already took in; `chain` is how
-    /// many references led here.
+    /// The expanded size of `node`, whose own `$id` `resolver` already took in; `level` is
+    /// how many objects and arrays are above it on the path that led here.
     fn size(
         &mut self,
         node: &'r Value,
         resolver: &Resolver<'r>,
         draft: Draft,
-        chain: usize,
+        level: usize,
     ) -> Result<Measure, TooMuch> {
         let id: Node = node;
         if let Some(&measure) = self.sizes.get(&id) {
             return Ok(measure);
         }
+        let scalar = Measure { nodes: 1, depth: 0 };
         if !self.open.insert(id) {
-            return Ok(Measure { nodes: 1, chain: 0 });
+            return Ok(scalar);
         }
-        let mut total = Measure { nodes: 1, chain: 0 };
+        let mut total = scalar;
+        if node.is_array() || node.is_object() {
+            // Bounds the recursion below, whatever was remembered before.
+            if level >= MAX_SCHEMA_EXPANDED_DEPTH {
+                return Err(TooMuch::Depth);
+            }
+            total.depth = 1;
+        }
         match node {
             Value::Array(items) => {
                 for item in items {
-                    total.add(self.size(item, resolver, draft, chain)?, 0)?;
+                    total.add(self.size(item, resolver, draft, level + 1)?)?;
                 }
             }
             Value::Object(map) => {
                 for child in map.values() {
                     let (resolver, draft) = enter(child, resolver, draft)?;
-                    total.add(self.size(child, &resolver, draft, chain)?, 0)?;
+                    total.add(self.size(child, &resolver, draft, level + 1)?)?;
                 }
                 for targets in self.references(map, resolver)? {
-                    if chain >= MAX_SCHEMA_REF_CHAIN {
-                        return Err(TooMuch::Chain);
-                    }
                     // The validator takes one of the candidates: the largest bounds its work.
-                    let mut largest = Measure { nodes: 0, chain: 0 };
+                    let mut largest = Measure { nodes: 0, depth: 0 };
                     for target in targets {
                         let measure =
-                            self.size(target.node, &target.resolver, target.draft, chain + 1)?;
+                            self.size(target.node, &target.resolver, target.draft, level + 1)?;
                         largest.nodes = largest.nodes.max(measure.nodes);
-                        largest.chain = largest.chain.max(measure.chain);
+                        largest.depth = largest.depth.max(measure.depth);
                     }
-                    total.add(largest, 1)?;
+                    total.add(largest)?;
                 }
             }
             _ => {}

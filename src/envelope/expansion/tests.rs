@@ -71,31 +71,29 @@ fn a_reference_bomb_is_refused_after_linear_work() {
     assert_eq!(measure(&bomb(13)), Ok(196_516));
     assert_eq!(measure(&bomb(14)), Err(TooMuch::Nodes));
     assert_eq!(measure(&bomb(30)), Err(TooMuch::Nodes));
-    // 40 levels are also a chain of 41 references.
-    assert_eq!(measure(&bomb(40)), Err(TooMuch::Chain));
+    assert_eq!(measure(&bomb(40)), Err(TooMuch::Nodes));
 }
 
 #[test]
-fn a_chain_of_references_is_capped_at_the_limit() {
-    assert!(measure(&chain(MAX_SCHEMA_REF_CHAIN)).is_ok());
-    assert_eq!(
-        measure(&chain(MAX_SCHEMA_REF_CHAIN + 1)),
-        Err(TooMuch::Chain)
-    );
-    // Reached link by link from the end, memoized parts still add up to the whole chain.
-    let n = MAX_SCHEMA_REF_CHAIN + 1;
+fn the_expanded_depth_is_capped_at_the_limit() {
+    // root, $defs, then one level a reference: a chain of n references is n + 2 deep.
+    let deepest = MAX_SCHEMA_EXPANDED_DEPTH - 2;
+    assert!(measure(&chain(deepest)).is_ok());
+    assert_eq!(measure(&chain(deepest + 1)), Err(TooMuch::Depth));
+    // Measured link by link from the end, remembered parts still add up to the whole depth.
+    let n = deepest + 1;
+    let name = |k: usize| format!("z{:03}", n - k);
     let mut defs = Map::new();
     for i in 1..=n {
-        let name = |k: usize| format!("z{:03}", n - k);
-        let value = if i == n {
+        let link = if i == n {
             json!({})
         } else {
             json!({"$ref": format!("#/$defs/{}", name(i + 1))})
         };
-        defs.insert(name(i), value);
+        defs.insert(name(i), link);
     }
-    let backwards = json!({"$ref": format!("#/$defs/z{:03}", n - 1), "$defs": defs});
-    assert_eq!(measure(&backwards), Err(TooMuch::Chain));
+    let backwards = json!({"$ref": format!("#/$defs/{}", name(1)), "$defs": defs});
+    assert_eq!(measure(&backwards), Err(TooMuch::Depth));
 }
 
 #[test]
@@ -232,11 +230,24 @@ fn the_reasons_name_the_limits() {
         "expands through its references to more than 262144 nodes"
     );
     assert_eq!(
-        TooMuch::Chain.to_string(),
-        "has more than 32 references followed one inside another"
+        TooMuch::Depth.to_string(),
+        "is nested deeper than 128 levels through its references"
     );
     assert_eq!(
         TooMuch::Unresolved.to_string(),
         "has a reference that does not resolve inside it"
     );
+}
+
+#[test]
+fn the_deepest_accepted_schema_is_measured_on_a_small_stack() {
+    // The most recursion the depth limit allows, on a quarter of a tokio worker's stack.
+    let schema = chain(MAX_SCHEMA_EXPANDED_DEPTH - 2);
+    let measured = std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(move || measure(&schema).is_ok())
+        .expect("thread")
+        .join()
+        .expect("no overflow");
+    assert!(measured);
 }
