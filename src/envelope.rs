@@ -228,6 +228,13 @@ impl CheckedTool {
     /// checks nothing: the server will judge the arguments itself. Arguments too large to
     /// check within [`MAX_VALIDATION_WORK`] are refused, never sent unchecked.
     pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
+        let Some(validator) = self
+            .input_validator
+            .get_or_init(|| compile(&self.input_schema))
+        else {
+            tracing::debug!(tool = %log_safe(&self.name), "sending arguments unchecked: the input schema did not compile");
+            return Ok(());
+        };
         if let Err(most) = within_budget(arguments, self.input_expansion) {
             return Err(format!(
                 "the arguments are too large to check against the input schema of {}: with its \
@@ -236,13 +243,6 @@ impl CheckedTool {
                 self.name, self.input_expansion
             ));
         }
-        let Some(validator) = self
-            .input_validator
-            .get_or_init(|| compile(&self.input_schema))
-        else {
-            tracing::debug!(tool = %log_safe(&self.name), "sending arguments unchecked: the input schema did not compile");
-            return Ok(());
-        };
         let violations: Vec<String> = validator
             .iter_errors(arguments)
             .take(MAX_VIOLATIONS_IN_ERROR)
@@ -266,6 +266,9 @@ impl CheckedTool {
         let Some(schema) = &self.output_schema else {
             return Ok(());
         };
+        let Some(validator) = self.output_validator.get_or_init(|| compile(schema)) else {
+            return Ok(());
+        };
         if let Err(most) = within_budget(content, self.output_expansion) {
             return Err(format!(
                 "the result's structuredContent is too large to check against the tool's \
@@ -274,9 +277,6 @@ impl CheckedTool {
                 self.output_expansion
             ));
         }
-        let Some(validator) = self.output_validator.get_or_init(|| compile(schema)) else {
-            return Ok(());
-        };
         match validator.iter_errors(content).next() {
             None => Ok(()),
             Some(e) => Err(format!(
