@@ -309,7 +309,7 @@ pub(crate) enum Outcome {
 /// Converts a `tools/call` result: each content block one piece, in order, joined by a blank
 /// line; a result with no blocks but `structuredContent` gives that JSON. Calls reach it
 /// through [`convert_result`], which runs it off the runtime's workers.
-fn convert_now(result: Untrusted<Value>, tool: &CheckedTool) -> Outcome {
+pub(crate) fn convert_now(result: Untrusted<Value>, tool: &CheckedTool) -> Outcome {
     let mut result = result.0;
     let blocks = match result.get_mut("content") {
         Some(Value::Array(blocks)) => std::mem::take(blocks),

@@ -9,7 +9,7 @@
 
 #![forbid(unsafe_code)]
 // Each target uses a part of the files it includes.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 #[path = "../../src/config.rs"]
 mod config;
@@ -161,7 +161,7 @@ pub fn jsonrpc(data: &[u8]) {
         if let Err(text) = tool.check_arguments(arguments) {
             assert_clean(&text);
         }
-        match envelope::convert_result(Untrusted::new(result.clone()), tool) {
+        match envelope::convert_now(Untrusted::new(result.clone()), tool) {
             Outcome::Text(text) | Outcome::ToolFailed(text) => assert_clean(&text),
         }
     }
@@ -179,7 +179,7 @@ pub fn jsonrpc(data: &[u8]) {
 }
 
 /// Schema checking: bytes that are JSON values in a row. The first is a `tools/list` page
-/// for `envelope::check_tools`; each later one is a model's arguments, checked against the
+/// for `envelope::Catalog`; each later one is a model's arguments, checked against the
 /// input schema of every tool the page got accepted. Whatever the set shows a model, and
 /// every argument error, is clean.
 pub fn tools(data: &[u8]) {
@@ -187,7 +187,9 @@ pub fn tools(data: &[u8]) {
     let Some(page) = values.next() else {
         return;
     };
-    let set = envelope::check_tools(vec![Untrusted::new(page)]);
+    let Some(set) = check_page(&page) else {
+        return;
+    };
     let arguments: Vec<Value> = values.collect();
     for tool in set.tools.values() {
         assert_clean(&tool.name);
@@ -208,7 +210,8 @@ pub fn tools(data: &[u8]) {
 }
 
 /// Result conversion: bytes that are two JSON values in a row, a tool's `outputSchema` and
-/// a `tools/call` result, for `envelope::convert_result`. A schema the envelope refuses
+/// a `tools/call` result, for `envelope::convert_now` (the conversion `convert_result` runs
+/// off the runtime). A schema the envelope refuses
 /// leaves nothing to convert against. The outcome, error or not, is clean and within the
 /// result cap.
 pub fn result(data: &[u8]) {
@@ -221,16 +224,27 @@ pub fn result(data: &[u8]) {
         "inputSchema": {"type": "object"},
         "outputSchema": schema,
     }]});
-    let set = envelope::check_tools(vec![Untrusted::new(page)]);
+    let Some(set) = check_page(&page) else {
+        return;
+    };
     let Some(tool) = set.tools.get("fuzzed") else {
         return;
     };
-    match envelope::convert_result(Untrusted::new(result), tool) {
+    match envelope::convert_now(Untrusted::new(result), tool) {
         Outcome::Text(text) | Outcome::ToolFailed(text) => {
             assert_clean(&text);
             assert_within(&text, policy::MAX_RESULT_CHARS);
         }
     }
+}
+
+/// One `tools/list` page through the catalog, as the session hands it over; `None` when it
+/// passes the catalog's byte cap.
+fn check_page(page: &Value) -> Option<envelope::ToolSet> {
+    let page = serde_json::value::to_raw_value(page).ok()?;
+    let mut catalog = envelope::Catalog::default();
+    catalog.add_page(&Untrusted::new(page)).ok()?;
+    Some(catalog.finish())
 }
 
 /// The JSON values at the start of `data`, one after the other, up to the first that is not.
