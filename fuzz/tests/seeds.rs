@@ -19,7 +19,12 @@ fn run(target: &str, body: fn(&[u8])) {
         };
         for entry in entries {
             let path = entry.expect("a directory entry").path();
-            let bytes = fs::read(&path).expect("a readable input");
+            let bytes = match fs::read(&path) {
+                Ok(bytes) => bytes,
+                // A fuzzing run still going may have merged this corpus entry away.
+                Err(e) if dir == corpus && e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => panic!("{} is not readable: {e}", path.display()),
+            };
             // A panic names the input, so it can be replayed with `cargo fuzz run`.
             eprintln!("{target}: {}", path.display());
             body(&bytes);
