@@ -12,7 +12,7 @@ use reqwest::Client;
 use tokio::runtime::Handle;
 
 use crate::config::ServerSpec;
-use crate::envelope::{self, ToolSet, clean_text, log_safe};
+use crate::envelope::{ToolSet, clean_text, log_safe};
 use crate::policy::{START_ATTEMPT_DEADLINE, retry_delay};
 use crate::secret::Scrubber;
 use crate::session::{Session, SessionError, SharedSession};
@@ -87,6 +87,10 @@ pub(crate) fn spawn(
             let tool = log_safe(&scrubber.scrub(&dropped.name));
             tracing::warn!(server = %name, %tool, reason = %dropped.reason, "tool dropped");
         }
+        if ready.tools.more_rejected > 0 {
+            let more = ready.tools.more_rejected;
+            tracing::warn!(server = %name, more, "more tools dropped, not logged one by one");
+        }
         tracing::info!(server = %name, tools = ready.tools.tools.len(), "server ready");
         server.set(Status::Ready(ready));
     })
@@ -108,12 +112,14 @@ async fn start(
         .initialize()
         .await
         .map_err(SessionError::into_text)?;
-    let pages = session
+    let tools = session
         .list_tools()
         .await
         .map_err(SessionError::into_text)?;
-    let tools = Arc::new(envelope::check_tools(pages));
-    Ok(Ready { session, tools })
+    Ok(Ready {
+        session,
+        tools: Arc::new(tools),
+    })
 }
 
 /// Runs `attempt` under the start deadline until it succeeds, reporting each failure and

@@ -13,15 +13,20 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
 
 use jsonschema::Validator;
+use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use self::catalog::ListedTool;
 use crate::policy::{
     MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
     MAX_TOOL_NAME_CHARS, MAX_VIOLATIONS_IN_ERROR,
 };
 
+mod catalog;
 mod chars;
+
+pub(crate) use catalog::{Catalog, Loose, Object};
 
 /// Data from a server that no model may see before this module checks it.
 #[derive(Debug)]
@@ -44,8 +49,11 @@ impl<T> Untrusted<T> {
 pub(crate) struct ToolSet {
     /// Accepted tools by exact name, in name order.
     pub(crate) tools: BTreeMap<String, Arc<CheckedTool>>,
-    /// Dropped tools, with a name safe to show and the reason.
+    /// Dropped tools, with a name safe to show and the reason: the first
+    /// [`MAX_REJECTED_KEPT`](crate::policy::MAX_REJECTED_KEPT).
     pub(crate) rejected: Vec<Rejected>,
+    /// Dropped tools past those kept in `rejected`, only counted.
+    pub(crate) more_rejected: usize,
     /// The accepted names as a JSON array, rendered once: the listing of every server shows
     /// them on each call, and 100 servers of 100 tools took milliseconds to build as values.
     pub(crate) names_json: Box<RawValue>,
@@ -66,59 +74,16 @@ pub(crate) struct CheckedTool {
     output_validator: OnceLock<Option<Validator>>,
 }
 
-/// A tool the envelope dropped.
-#[derive(Debug, Clone)]
+/// A tool the envelope dropped, as the listing shows it.
+#[derive(Debug, Clone, Serialize)]
 pub(crate) struct Rejected {
     pub(crate) name: String,
     pub(crate) reason: String,
 }
 
-/// Checks every tool of every `tools/list` page of one server.
-pub(crate) fn check_tools(pages: Vec<Untrusted<Value>>) -> ToolSet {
-    let mut tools = BTreeMap::new();
-    let mut rejected = Vec::new();
-    for page in pages {
-        let page_tools = match page.0 {
-            Value::Object(mut page) => page.remove("tools"),
-            _ => None,
-        };
-        let Some(Value::Array(page_tools)) = page_tools else {
-            rejected.push(Rejected {
-                name: String::new(),
-                reason: "a tools/list page has no tools array".to_owned(),
-            });
-            continue;
-        };
-        for tool in page_tools {
-            match check_tool(tool) {
-                Ok(tool) if tools.contains_key(&tool.name) => rejected.push(Rejected {
-                    name: tool.name,
-                    reason: "a second tool with the same name".to_owned(),
-                }),
-                Ok(tool) => {
-                    tools.insert(tool.name.clone(), Arc::new(tool));
-                }
-                Err(dropped) => rejected.push(dropped),
-            }
-        }
-    }
-    // A list of strings always serializes; null would only ever show an empty server.
-    let names_json = serde_json::value::to_raw_value(&tools.keys().collect::<Vec<_>>())
-        .unwrap_or_else(|_| RawValue::NULL.to_owned());
-    ToolSet {
-        tools,
-        rejected,
-        names_json,
-    }
-}
-
-fn check_tool(tool: Value) -> Result<CheckedTool, Rejected> {
-    let Value::Object(mut tool) = tool else {
-        return Err(reject("", "a tool that is not an object"));
-    };
-    let name = match tool.get("name") {
-        Some(Value::String(name)) => name.clone(),
-        _ => return Err(reject("", "a tool without a string name")),
+fn check_tool(tool: ListedTool) -> Result<CheckedTool, Rejected> {
+    let Some(name) = tool.name.0 else {
+        return Err(reject("", "a tool without a string name"));
     };
     if name.is_empty() {
         return Err(reject(&name, "an empty name"));
@@ -138,18 +103,17 @@ fn check_tool(tool: Value) -> Result<CheckedTool, Rejected> {
             ),
         ));
     }
-    let description = ["description", "title"]
-        .iter()
-        .filter_map(|key| tool.get(*key))
-        .chain(tool.get("annotations").and_then(|a| a.get("title")))
-        .filter_map(Value::as_str)
-        .map(clean_text)
+    let annotations_title = tool.annotations.0.and_then(|a| a.0.title.0);
+    let description = [tool.description.0, tool.title.0, annotations_title]
+        .into_iter()
+        .flatten()
+        .map(clean_owned)
         .find(|text| !text.trim().is_empty())
         .unwrap_or_else(|| name.clone());
     let description = truncate(description, MAX_DESCRIPTION_CHARS);
-    let input_schema = tool.remove("inputSchema").unwrap_or(Value::Null);
+    let input_schema = tool.input_schema.0.unwrap_or(Value::Null);
     check_schema(&input_schema).map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
-    let output_schema = match tool.remove("outputSchema") {
+    let output_schema = match tool.output_schema.0 {
         None | Some(Value::Null) => None,
         Some(schema) => {
             check_schema(&schema).map_err(|why| reject(&name, &format!("outputSchema {why}")))?;
@@ -354,7 +318,7 @@ pub(crate) fn rpc_error_text(code: i64, message: Untrusted<String>) -> String {
 }
 
 /// Cuts `text` to `max` characters, saying how many were cut.
-fn truncate(text: String, max: usize) -> String {
+pub(crate) fn truncate(text: String, max: usize) -> String {
     // No more bytes than the limit means no more characters: nothing to count.
     if text.len() <= max {
         return text;

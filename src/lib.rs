@@ -23,6 +23,7 @@
 mod config;
 mod connector;
 mod envelope;
+mod listing;
 mod policy;
 mod secret;
 mod session;

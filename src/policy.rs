@@ -92,6 +92,29 @@ pub(crate) const MAX_NAMES_IN_ERROR: usize = 50;
 /// Argument-schema violations listed in one model-readable error.
 pub(crate) const MAX_VIOLATIONS_IN_ERROR: usize = 5;
 
+/// The `tools/list` results of one server, all pages together, as JSON text. One page may
+/// be as large as [`MAX_RESPONSE_BYTES`], so a whole catalog gets that room too; past it the
+/// server fails to start with a reason. It bounds what listing a server can cost in memory:
+/// fields the Pack does not read are skipped as they are parsed, never kept.
+pub(crate) const MAX_TOOLS_LIST_BYTES: usize = 16 * 1024 * 1024;
+
+/// Tools kept for one server; those past it are dropped with a reason. Far beyond any real
+/// server, and it bounds what one server's checked tools hold however small each one is.
+pub(crate) const MAX_TOOLS_PER_SERVER: usize = 10_000;
+
+/// Dropped tools kept with their reason for one server (the listing and the log show them);
+/// the rest are only counted. A page of millions of `{}` must not become millions of entries.
+pub(crate) const MAX_REJECTED_KEPT: usize = 100;
+
+/// The longest `get_dynamic_tools` answer, in bytes. Tools or names that would not fit are
+/// left out, counted, and the answer says so; one tool at its largest always fits.
+pub(crate) const MAX_LISTING_BYTES: usize = 2 * 1024 * 1024;
+
+/// The longest error text of invalid arguments or a transport failure handed to a model; the
+/// rest is cut with a marker. A server's own error is its tool's text and has the room of a
+/// result.
+pub(crate) const MAX_ERROR_CHARS: usize = 64 * 1024;
+
 /// What replaces a secret wherever one would have been shown.
 pub(crate) const REDACTION_MARKER: &str = "[redacted]";
 
@@ -229,6 +252,11 @@ fn table() -> Vec<(&'static str, String)> {
             "MAX_VIOLATIONS_IN_ERROR",
             MAX_VIOLATIONS_IN_ERROR.to_string(),
         ),
+        ("MAX_TOOLS_LIST_BYTES", MAX_TOOLS_LIST_BYTES.to_string()),
+        ("MAX_TOOLS_PER_SERVER", MAX_TOOLS_PER_SERVER.to_string()),
+        ("MAX_REJECTED_KEPT", MAX_REJECTED_KEPT.to_string()),
+        ("MAX_LISTING_BYTES", MAX_LISTING_BYTES.to_string()),
+        ("MAX_ERROR_CHARS", MAX_ERROR_CHARS.to_string()),
         ("REDACTION_MARKER", REDACTION_MARKER.to_owned()),
         (
             "MIN_SCRUBBED_SECRET_CHARS",

@@ -10,12 +10,14 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use crate::envelope::{self, Untrusted};
+use crate::envelope::{self, Catalog, Loose, Object, ToolSet, Untrusted};
 use crate::policy::{
     ACCEPTED_PROTOCOL_VERSIONS, FAREWELL_TIMEOUT, MAX_IDLE_RESUMPTIONS, MAX_TOOL_PAGES,
     PROTOCOL_VERSION, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY,
@@ -80,7 +82,9 @@ impl Session {
             "clientInfo": {"name": "plugin_mcp", "version": env!("CARGO_PKG_VERSION")},
         });
         let fresh = SessionHeaders::default();
-        let (result, session_id) = self.exchange(id, "initialize", &params, &fresh).await?;
+        let (result, session_id) = self
+            .exchange::<Value>(id, "initialize", &params, &fresh)
+            .await?;
         let answered = result.peek().get("protocolVersion").and_then(Value::as_str);
         let version = ACCEPTED_PROTOCOL_VERSIONS
             .into_iter()
@@ -100,19 +104,18 @@ impl Session {
         Ok(())
     }
 
-    /// Every tool the server lists, page after page.
-    pub(crate) async fn list_tools(&self) -> Result<Vec<Untrusted<Value>>, SessionError> {
-        let mut pages = Vec::new();
+    /// Every tool the server lists, page after page, each page checked before the next is
+    /// asked for, so only checked tools are held.
+    pub(crate) async fn list_tools(&self) -> Result<ToolSet, SessionError> {
+        let mut catalog = Catalog::default();
         let mut cursors = HashSet::new();
         let mut params = json!({});
         for _ in 0..MAX_TOOL_PAGES {
-            let page = self.request("tools/list", params).await?;
-            let next = page.peek().get("nextCursor").and_then(Value::as_str);
-            // An empty cursor is how some servers say "no more"; it cannot mean a page.
-            let next = next.filter(|c| !c.is_empty()).map(str::to_owned);
-            pages.push(page);
+            // Kept as text: the catalog reads only the fields it needs out of it.
+            let page = self.request::<Box<RawValue>>("tools/list", params).await?;
+            let next = catalog.add_page(&page).map_err(SessionError::Protocol)?;
             let Some(cursor) = next else {
-                return Ok(pages);
+                return Ok(catalog.finish());
             };
             if !cursors.insert(cursor.clone()) {
                 return Err(SessionError::Protocol(
@@ -158,10 +161,14 @@ impl Session {
         });
     }
 
-    /// Sends a request in the current session. A 404 to a request that carried a session id
-    /// means the server forgot the session: it never saw the request, so the client starts
-    /// over once and sends it once more.
-    async fn request(&self, method: &str, params: Value) -> Result<Untrusted<Value>, SessionError> {
+    /// Sends a request in the current session and reads its result as `T`. A 404 to a
+    /// request that carried a session id means the server forgot the session: it never saw
+    /// the request, so the client starts over once and sends it once more.
+    async fn request<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Untrusted<T>, SessionError> {
         let mut restarted = false;
         loop {
             let state = self.state();
@@ -191,13 +198,13 @@ impl Session {
     }
 
     /// POSTs one request and reads its answer, from a JSON body or an SSE stream.
-    async fn exchange(
+    async fn exchange<T: DeserializeOwned>(
         &self,
         id: u64,
         method: &str,
         params: &Value,
         headers: &SessionHeaders,
-    ) -> Result<(Untrusted<Value>, Option<reqwest::header::HeaderValue>), SessionError> {
+    ) -> Result<(Untrusted<T>, Option<reqwest::header::HeaderValue>), SessionError> {
         let request = Request {
             jsonrpc: "2.0",
             id,
@@ -207,16 +214,17 @@ impl Session {
         let posted = self.transport.post(to_bytes(&request), headers).await?;
         let result = match posted.reply {
             Reply::Json(bytes) => {
-                let message: Value = serde_json::from_slice(&bytes)
-                    .map_err(|_| SessionError::Protocol("the answer is not JSON".to_owned()))?;
+                let not_json = || SessionError::Protocol("the answer is not JSON".to_owned());
+                let text = std::str::from_utf8(&bytes).map_err(|_| not_json())?;
+                let message: &RawValue = serde_json::from_str(text).map_err(|_| not_json())?;
                 // A JSON body answers exactly this request; 2025-03-26 allowed a batch.
-                let messages = match message {
-                    Value::Array(batch) => batch,
-                    one => vec![one],
+                let messages = match serde_json::from_str::<Vec<&RawValue>>(message.get()) {
+                    Ok(batch) => batch,
+                    Err(_) => vec![message],
                 };
                 messages
                     .into_iter()
-                    .find_map(|m| answer_to(id, m))
+                    .find_map(|m| answer_to(id, Incoming::read(m.get())?))
                     .unwrap_or_else(|| {
                         Err(SessionError::Protocol(
                             "the answer does not respond to the request".to_owned(),
@@ -233,18 +241,18 @@ impl Session {
 
     /// Reads a response stream until it carries the answer to `id`, resuming it with GET and
     /// `Last-Event-ID` when the server closes it early.
-    async fn read_stream(
+    async fn read_stream<T: DeserializeOwned>(
         &self,
         id: u64,
         mut stream: EventStream,
         headers: &SessionHeaders,
-    ) -> Result<Untrusted<Value>, SessionError> {
+    ) -> Result<Untrusted<T>, SessionError> {
         let mut idle_resumptions = 0;
         loop {
             let mut progressed = false;
             while let Some(data) = stream.next().await? {
                 progressed = true;
-                let Ok(message) = serde_json::from_str::<Value>(&data) else {
+                let Some(message) = Incoming::read(&data) else {
                     tracing::debug!("ignored an SSE event that is not JSON");
                     continue;
                 };
@@ -274,15 +282,16 @@ impl Session {
     }
 
     /// Handles one message on a response stream; `Some` when it answers request `id`.
-    async fn handle_incoming(
+    async fn handle_incoming<T: DeserializeOwned>(
         &self,
         id: u64,
-        message: Value,
+        message: Incoming<'_>,
         headers: &SessionHeaders,
-    ) -> Option<Result<Untrusted<Value>, SessionError>> {
-        let method = message.get("method").and_then(Value::as_str);
-        match (method, message.get("id")) {
+    ) -> Option<Result<Untrusted<T>, SessionError>> {
+        match (message.method.0.as_deref(), message.id) {
             (Some(method), Some(request_id)) => {
+                // Nested past serde_json's depth limit, an id cannot be echoed: answered as null.
+                let request_id: Value = serde_json::from_str(request_id.get()).unwrap_or_default();
                 // Answered in line, so a flood of server requests is paced by the client.
                 let answer = if method == "ping" {
                     json!({"jsonrpc": "2.0", "id": request_id, "result": {}})
@@ -304,25 +313,71 @@ impl Session {
     }
 }
 
-/// The outcome carried by `message` if it is the response to request `id`.
-fn answer_to(id: u64, mut message: Value) -> Option<Result<Untrusted<Value>, SessionError>> {
-    if message.get("id") != Some(&Value::from(id)) {
+/// One JSON-RPC message from a server, read for its routing fields. Its result stays raw
+/// text until the request's own type reads it, and anything else it carries is skipped.
+#[derive(Deserialize)]
+struct Incoming<'a> {
+    #[serde(default)]
+    method: Loose<String>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// A field's raw text, `null` included: a field that is there is not absent.
+fn present<'de, D: Deserializer<'de>>(field: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(field).map(Some)
+}
+
+impl<'a> Incoming<'a> {
+    /// `None` for text that is not a JSON object.
+    fn read(text: &'a str) -> Option<Self> {
+        serde_json::from_str::<Object<Self>>(text).ok().map(|m| m.0)
+    }
+}
+
+/// A JSON-RPC error object, each field read when it has its type.
+#[derive(Default, Deserialize)]
+struct RpcError {
+    #[serde(default)]
+    code: Loose<i64>,
+    #[serde(default)]
+    message: Loose<String>,
+}
+
+/// The outcome carried by `message` if it is the response to request `id`, its result read
+/// as `T`.
+fn answer_to<T: DeserializeOwned>(
+    id: u64,
+    message: Incoming<'_>,
+) -> Option<Result<Untrusted<T>, SessionError>> {
+    let answered = message
+        .id
+        .and_then(|v| serde_json::from_str::<u64>(v.get()).ok());
+    if answered != Some(id) {
         return None;
     }
-    if let Some(error) = message.get("error") {
-        let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
-        let text = error.get("message").and_then(Value::as_str).unwrap_or("");
+    if let Some(error) = message.error {
+        let error = serde_json::from_str::<Object<RpcError>>(error.get());
+        let error = error.map_or_else(|_| RpcError::default(), |e| e.0);
         return Some(Err(SessionError::Rpc {
-            code,
-            message: Untrusted::new(text.to_owned()),
+            code: error.code.0.unwrap_or(0),
+            message: Untrusted::new(error.message.0.unwrap_or_default()),
         }));
     }
-    match message.get_mut("result").map(Value::take) {
-        Some(result) => Some(Ok(Untrusted::new(result))),
-        None => Some(Err(SessionError::Protocol(
+    let Some(result) = message.result else {
+        return Some(Err(SessionError::Protocol(
             "the response has neither result nor error".to_owned(),
-        ))),
-    }
+        )));
+    };
+    Some(
+        serde_json::from_str(result.get())
+            .map(Untrusted::new)
+            .map_err(|_| SessionError::Protocol("the answer is not JSON".to_owned())),
+    )
 }
 
 /// A JSON-RPC request as it is written, borrowing its parameters: a request sent again

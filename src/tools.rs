@@ -5,14 +5,13 @@
 use std::sync::Arc;
 
 use runvil_plugin::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
-use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::task::JoinHandle;
 
 use crate::connector::{Ready, Server, Status};
 use crate::envelope::{self, CheckedTool, Outcome};
-use crate::policy::{CALL_DEADLINE, MAX_NAMES_IN_ERROR};
+use crate::listing::{self, Summary};
+use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR};
 use crate::secret::Scrubber;
 use crate::session::SessionError;
 
@@ -58,7 +57,7 @@ impl McpPack {
     fn list(&self, args: &Map<String, Value>) -> Result<String, ToolError> {
         let namespace = optional_string(args, "namespace")?;
         let tool_name = optional_string(args, "toolName")?;
-        let listing = match (namespace, tool_name) {
+        match (namespace, tool_name) {
             (None, Some(_)) => {
                 return Err(ToolError::Invalid(
                     "toolName needs a namespace: pass both, or call with no arguments to list \
@@ -70,34 +69,22 @@ impl McpPack {
                 let statuses: Vec<Status> = self.servers.iter().map(|s| s.status()).collect();
                 let servers = self.servers.iter().zip(&statuses);
                 let servers = servers.map(|(server, status)| Summary::new(server, status));
-                return Ok(to_json(&Listing {
-                    servers: servers.collect(),
-                }));
+                Ok(listing::every_server(servers.collect()))
             }
             (Some(namespace), None) => {
                 let server = self.server(namespace)?;
                 let status = server.status();
-                let Status::Ready(ready) = &status else {
-                    return Ok(to_json(&Summary::new(server, &status)));
-                };
-                let tools: Vec<Value> = ready.tools.tools.values().map(|t| tool_json(t)).collect();
-                let mut shown =
-                    json!({"namespace": server.name, "status": "ready", "tools": tools});
-                if !ready.tools.rejected.is_empty() {
-                    let rejected = ready.tools.rejected.iter();
-                    shown["rejected"] = rejected
-                        .map(|r| json!({"name": r.name, "reason": r.reason}))
-                        .collect();
+                match &status {
+                    Status::Ready(ready) => Ok(listing::one_server(&server.name, &ready.tools)),
+                    _ => Ok(listing::to_json(&Summary::new(server, &status))),
                 }
-                shown
             }
             (Some(namespace), Some(tool_name)) => {
                 let server = self.server(namespace)?;
                 let (_, tool) = ready_tool(server, tool_name, &self.scrubber)?;
-                json!({"namespace": server.name, "tool": tool_json(&tool)})
+                Ok(listing::one_tool(&server.name, &tool))
             }
-        };
-        Ok(listing.to_string())
+        }
     }
 
     async fn call_tool(&self, mut args: Map<String, Value>) -> Result<String, ToolError> {
@@ -145,9 +132,11 @@ impl McpPack {
         let s = &self.scrubber;
         match outcome {
             Ok(text) => Ok(s.clean(text)),
-            Err(ToolError::Invalid(m)) => Err(ToolError::Invalid(s.clean(m))),
+            // Scrubbed before it is cut, so no cut can split a secret past the scrubber. A
+            // backend error is a tool's own text, capped as results are.
+            Err(ToolError::Invalid(m)) => Err(ToolError::Invalid(capped(s.clean(m)))),
             Err(ToolError::Backend(m)) => Err(ToolError::Backend(s.clean(m))),
-            Err(ToolError::Transport(m)) => Err(ToolError::Transport(s.clean(m))),
+            Err(ToolError::Transport(m)) => Err(ToolError::Transport(capped(s.clean(m)))),
             Err(other) => Err(other),
         }
     }
@@ -314,47 +303,10 @@ fn ready_tool(
     Ok((ready, tool))
 }
 
-/// `get_dynamic_tools {}`: every server with its status and tool names.
-#[derive(Serialize)]
-struct Listing<'a> {
-    servers: Vec<Summary<'a>>,
-}
-
-/// One server in the [`Listing`]. Its tool names are the array rendered when it became
-/// ready, so listing 10,000 tools copies text instead of building values.
-#[derive(Serialize)]
-struct Summary<'a> {
-    namespace: &'a str,
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a RawValue>,
-}
-
-impl<'a> Summary<'a> {
-    fn new(server: &'a Server, status: &'a Status) -> Self {
-        let (status, reason, tools) = match status {
-            Status::Loading => ("loading", None, None),
-            Status::Ready(ready) => ("ready", None, Some(&*ready.tools.names_json)),
-            Status::Error(reason) => ("error", Some(reason.as_str()), None),
-        };
-        Self {
-            namespace: &server.name,
-            status,
-            reason,
-            tools,
-        }
-    }
-}
-
-/// A listing's text. Strings, values and JSON rendered before: serializing cannot fail.
-fn to_json(listing: &impl Serialize) -> String {
-    serde_json::to_string(listing).unwrap_or_default()
-}
-
-fn tool_json(tool: &CheckedTool) -> Value {
-    json!({"name": tool.name, "description": tool.description, "inputSchema": tool.shown_schema})
+/// An error text cut to [`MAX_ERROR_CHARS`]: errors quote names, paths and messages, and a
+/// long one (a model's own argument quoted back, say) must not become a result's worth.
+fn capped(text: String) -> String {
+    envelope::truncate(text, MAX_ERROR_CHARS)
 }
 
 /// A JSON-RPC error is the server's answer (backend); anything else kept the answer from

@@ -268,7 +268,7 @@ proptest! {
             0..3,
         ),
     ) {
-        let set = check_tools(pages.into_iter().map(Untrusted::new).collect());
+        let set = tests::check_pages(pages);
         for (name, tool) in &set.tools {
             prop_assert!(!name.is_empty() && name.chars().count() <= MAX_TOOL_NAME_CHARS);
             prop_assert!(name.chars().all(chars::is_name_char), "{:?}", name);

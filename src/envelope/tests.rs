@@ -17,7 +17,19 @@ pub(super) fn tool(extra: Value) -> Value {
 }
 
 pub(super) fn checked(tools: Vec<Value>) -> ToolSet {
-    check_tools(vec![Untrusted::new(json!({ "tools": tools }))])
+    check_pages(vec![json!({ "tools": tools })])
+}
+
+/// Every page through a [`Catalog`], as a server's pages arrive.
+pub(super) fn check_pages(pages: Vec<Value>) -> ToolSet {
+    let mut catalog = Catalog::default();
+    for page in pages {
+        let page = serde_json::value::to_raw_value(&page).expect("JSON");
+        catalog
+            .add_page(&Untrusted::new(page))
+            .expect("within the cap");
+    }
+    catalog.finish()
 }
 
 fn reason_for(tool: Value) -> String {

@@ -1,0 +1,224 @@
+//! One server's `tools/list` pages, read and checked as they arrive.
+//!
+//! A page is parsed into the few fields the Pack reads; everything else a server sends is
+//! skipped as it is parsed, so padding costs the time to read it but no memory. Each tool is
+//! checked the moment it is read and only what passes is kept, within the policy's bounds on
+//! the bytes of all pages, the tools kept and the rejected entries kept.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use std::marker::PhantomData;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeOwned, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::{CheckedTool, Rejected, ToolSet, Untrusted, check_tool, reject};
+use crate::policy::{MAX_REJECTED_KEPT, MAX_TOOLS_LIST_BYTES, MAX_TOOLS_PER_SERVER};
+
+/// The tools of one server so far, page after page.
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    tools: BTreeMap<String, Arc<CheckedTool>>,
+    rejected: Vec<Rejected>,
+    /// Dropped tools past [`MAX_REJECTED_KEPT`]: counted, not kept.
+    more_rejected: usize,
+    /// The JSON text of every page read, for [`MAX_TOOLS_LIST_BYTES`].
+    bytes: usize,
+}
+
+impl Catalog {
+    /// Checks one page's tools and returns its `nextCursor`; an error when the pages
+    /// together pass [`MAX_TOOLS_LIST_BYTES`].
+    pub(crate) fn add_page(
+        &mut self,
+        page: &Untrusted<Box<RawValue>>,
+    ) -> Result<Option<String>, String> {
+        let page = page.0.get();
+        self.bytes = self.bytes.saturating_add(page.len());
+        if self.bytes > MAX_TOOLS_LIST_BYTES {
+            return Err(format!(
+                "tools/list sent more than {MAX_TOOLS_LIST_BYTES} bytes of tools across its pages"
+            ));
+        }
+        // Only a page that is not an object (or gives a field twice) fails: every field read
+        // accepts any JSON.
+        let page = serde_json::from_str::<Object<Page<'_>>>(page)
+            .map_or_else(|_| Page::default(), |p| p.0);
+        let listed = page.tools.is_some_and(|tools| {
+            let mut tools = serde_json::Deserializer::from_str(tools.get());
+            tools.deserialize_seq(EachTool(self)).is_ok()
+        });
+        if !listed {
+            self.reject(Rejected {
+                name: String::new(),
+                reason: "a tools/list page has no tools array".to_owned(),
+            });
+        }
+        // An empty cursor is how some servers say "no more"; it cannot mean a page.
+        Ok(page.next_cursor.0.filter(|cursor| !cursor.is_empty()))
+    }
+
+    /// The checked tools, with the accepted names rendered once for the listing.
+    pub(crate) fn finish(self) -> ToolSet {
+        // A list of strings always serializes; null would only ever show an empty server.
+        let names_json = serde_json::value::to_raw_value(&self.tools.keys().collect::<Vec<_>>())
+            .unwrap_or_else(|_| RawValue::NULL.to_owned());
+        ToolSet {
+            tools: self.tools,
+            rejected: self.rejected,
+            more_rejected: self.more_rejected,
+            names_json,
+        }
+    }
+
+    fn add_tool(&mut self, tool: &RawValue) {
+        let tool = match serde_json::from_str::<Object<ListedTool>>(tool.get()) {
+            Ok(Object(tool)) => tool,
+            Err(_) if tool.get().starts_with('{') => {
+                return self.reject(reject("", "a tool that gives a field twice"));
+            }
+            Err(_) => return self.reject(reject("", "a tool that is not an object")),
+        };
+        if self.tools.len() >= MAX_TOOLS_PER_SERVER {
+            let name = tool.name.0.unwrap_or_default();
+            let reason = format!("past the {MAX_TOOLS_PER_SERVER} tools a server may list");
+            return self.reject(reject(&name, &reason));
+        }
+        match check_tool(tool) {
+            Ok(tool) if self.tools.contains_key(&tool.name) => self.reject(Rejected {
+                name: tool.name,
+                reason: "a second tool with the same name".to_owned(),
+            }),
+            Ok(tool) => {
+                self.tools.insert(tool.name.clone(), Arc::new(tool));
+            }
+            Err(dropped) => self.reject(dropped),
+        }
+    }
+
+    fn reject(&mut self, dropped: Rejected) {
+        if self.rejected.len() < MAX_REJECTED_KEPT {
+            self.rejected.push(dropped);
+        } else {
+            self.more_rejected += 1;
+        }
+    }
+}
+
+/// The fields of a `tools/list` result the Pack reads. The tools stay raw text here, to be
+/// read one at a time by [`EachTool`].
+#[derive(Default, Deserialize)]
+struct Page<'a> {
+    #[serde(borrow)]
+    tools: Option<&'a RawValue>,
+    #[serde(default, rename = "nextCursor")]
+    next_cursor: Loose<String>,
+}
+
+/// Reads a `tools` array one tool at a time, checking each before the next is read.
+struct EachTool<'c>(&'c mut Catalog);
+
+impl<'de> Visitor<'de> for EachTool<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of tools")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut tools: A) -> Result<(), A::Error> {
+        while let Some(tool) = tools.next_element::<&RawValue>()? {
+            self.0.add_tool(tool);
+        }
+        Ok(())
+    }
+}
+
+/// One tool as a server lists it: the fields the Pack reads, each kept only when it has the
+/// expected type. Any other field is skipped unread.
+#[derive(Deserialize)]
+pub(super) struct ListedTool {
+    #[serde(default)]
+    pub(super) name: Loose<String>,
+    #[serde(default)]
+    pub(super) title: Loose<String>,
+    #[serde(default)]
+    pub(super) description: Loose<String>,
+    #[serde(default)]
+    pub(super) annotations: Loose<Object<Annotations>>,
+    #[serde(default, rename = "inputSchema")]
+    pub(super) input_schema: Loose<Value>,
+    #[serde(default, rename = "outputSchema")]
+    pub(super) output_schema: Loose<Value>,
+}
+
+/// A tool's `annotations`: its title (the 2025-03-26 revision's only title) and the
+/// behaviour hints, untrusted, which a Host may show in an approval prompt.
+#[derive(Default, Deserialize)]
+#[expect(
+    dead_code,
+    reason = "the hints are read for a Host's approval prompt, not yet shown"
+)]
+pub(super) struct Annotations {
+    #[serde(default)]
+    pub(super) title: Loose<String>,
+    #[serde(default, rename = "readOnlyHint")]
+    read_only_hint: Loose<bool>,
+    #[serde(default, rename = "destructiveHint")]
+    destructive_hint: Loose<bool>,
+    #[serde(default, rename = "idempotentHint")]
+    idempotent_hint: Loose<bool>,
+    #[serde(default, rename = "openWorldHint")]
+    open_world_hint: Loose<bool>,
+}
+
+/// A field read only when it has the type the Pack expects; any other JSON there counts as
+/// absent, since one odd field of a server must not cost it the whole page.
+#[derive(Debug)]
+pub(crate) struct Loose<T>(pub(crate) Option<T>);
+
+impl<T> Default for Loose<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Loose<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Borrowed, so the field's text is not copied before it is read as `T`.
+        let raw = <&'de RawValue>::deserialize(deserializer)?;
+        Ok(Self(serde_json::from_str(raw.get()).ok()))
+    }
+}
+
+/// A struct read only from a JSON object: serde reads a struct from an array too, field by
+/// position, which no server means.
+#[derive(Debug)]
+pub(crate) struct Object<T>(pub(crate) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(Fields(PhantomData)).map(Self)
+    }
+}
+
+struct Fields<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, fields: A) -> Result<T, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(fields))
+    }
+}
+
+#[cfg(test)]
+mod tests;
