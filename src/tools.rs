@@ -58,13 +58,11 @@ impl McpPack {
         let namespace = optional_string(args, "namespace")?;
         let tool_name = optional_string(args, "toolName")?;
         match (namespace, tool_name) {
-            (None, Some(_)) => {
-                return Err(ToolError::Invalid(
-                    "toolName needs a namespace: pass both, or call with no arguments to list \
-                     the namespaces"
-                        .to_owned(),
-                ));
-            }
+            (None, Some(_)) => Err(ToolError::Invalid(
+                "toolName needs a namespace: pass both, or call with no arguments to list the \
+                 namespaces"
+                    .to_owned(),
+            )),
             (None, None) => {
                 let statuses: Vec<Status> = self.servers.iter().map(|s| s.status()).collect();
                 let servers = self.servers.iter().zip(&statuses);
@@ -75,7 +73,11 @@ impl McpPack {
                 let server = self.server(namespace)?;
                 let status = server.status();
                 match &status {
-                    Status::Ready(ready) => Ok(listing::one_server(&server.name, &ready.tools)),
+                    Status::Ready(ready) => Ok(listing::one_server(
+                        &server.name,
+                        &ready.tools,
+                        ready.session.protocol_version(),
+                    )),
                     _ => Ok(listing::to_json(&Summary::new(server, &status))),
                 }
             }
@@ -109,7 +111,7 @@ impl McpPack {
         let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
         tool.check_arguments(&arguments)
             .map_err(ToolError::Invalid)?;
-        let call = ready.session.call_tool(&tool.name, arguments);
+        let call = ready.session.call_tool(&tool.name, arguments, &[]);
         let result = match tokio::time::timeout(CALL_DEADLINE, call).await {
             Err(_) => {
                 return Err(ToolError::Transport(format!(
@@ -313,7 +315,9 @@ fn capped(text: String) -> String {
 /// arriving (transport).
 fn session_error(e: SessionError) -> ToolError {
     match e {
-        SessionError::Rpc { .. } => ToolError::Backend(e.into_text()),
+        SessionError::Rpc { .. } | SessionError::InputRequired(_) => {
+            ToolError::Backend(e.into_text())
+        }
         other => ToolError::Transport(other.into_text()),
     }
 }
