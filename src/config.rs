@@ -11,6 +11,7 @@ use percent_encoding::percent_decode_str;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
+use zeroize::Zeroizing;
 
 use crate::policy::{ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADERS, Refusal};
 use crate::secret::Secret;
@@ -228,14 +229,15 @@ fn expand(
     env: &dyn Environment,
     secrets: &mut Vec<Secret>,
 ) -> Result<String, Refusal> {
-    let mut out = String::with_capacity(raw.len());
+    // It holds expanded values: wiped when it is dropped, a refusal included.
+    let mut out = Zeroizing::new(String::with_capacity(raw.len()));
     let mut rest = raw;
     while let Some(start) = rest.find("${") {
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
             break;
         };
-        out.push_str(&rest[..start]);
+        push_wiped(&mut out, &rest[..start]);
         let inner = &after[..end];
         match inner.strip_prefix("env:") {
             Some(name) if !name.is_empty() => {
@@ -243,22 +245,35 @@ fn expand(
                     name: name.escape_default().to_string(),
                     key: key.to_owned(),
                 })?;
-                out.push_str(&value);
+                push_wiped(&mut out, &value);
                 secrets.push(Secret::new(value));
             }
             _ if inner == "userHome" => {
                 let home = env.home().ok_or_else(|| Refusal::NoHome {
                     key: key.to_owned(),
                 })?;
-                out.push_str(&home);
+                push_wiped(&mut out, &home);
             }
-            _ => out.push_str(&rest[start..start + 2 + end + 1]),
+            _ => push_wiped(&mut out, &rest[start..start + 2 + end + 1]),
         }
         rest = &after[end + 1..];
     }
     // Whatever is left has no complete `${...}`: an unterminated `${` passes through.
-    out.push_str(rest);
-    Ok(out)
+    push_wiped(&mut out, rest);
+    // The text itself moves out; the empty string left behind has nothing to wipe.
+    Ok(std::mem::take(&mut *out))
+}
+
+/// Appends to a buffer that holds secrets. A `String` that grows by itself frees its old
+/// buffer unwiped, so a full one is copied here into a larger one and wiped instead.
+fn push_wiped(out: &mut Zeroizing<String>, text: &str) {
+    if out.capacity() - out.len() < text.len() {
+        let needed = out.len() + text.len();
+        let mut larger = Zeroizing::new(String::with_capacity(needed.max(2 * out.capacity())));
+        larger.push_str(out);
+        *out = larger;
+    }
+    out.push_str(text);
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@
 //! - `tools`: the Pack and its two tools.
 
 #![forbid(unsafe_code)]
+// Every dependency is used; test builds also see the dev-dependencies, which need not be.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod config;
 mod connector;

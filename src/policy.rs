@@ -88,6 +88,16 @@ pub(crate) const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 /// real schema and keeps validation's recursion shallow.
 pub(crate) const MAX_SCHEMA_DEPTH: usize = 32;
 
+/// The most `x-mcp-header` parameters one tool may declare; a tool with more is rejected.
+/// Each one is a header on every call of the tool, and HTTP servers commonly refuse requests
+/// with about 100 headers (hyper's default) or 8 KiB of them; real tools mirror a routing key
+/// or two.
+pub(crate) const MAX_PARAM_HEADERS: usize = 32;
+
+/// The longest `{Name}` of an `Mcp-Param-{Name}` header a tool may declare, in bytes (it is
+/// ASCII). It is sent on every call; a routing key's name is a word.
+pub(crate) const MAX_PARAM_HEADER_NAME_BYTES: usize = 64;
+
 /// The longest result text handed to a model; the rest is cut with a marker.
 pub(crate) const MAX_RESULT_CHARS: usize = 2 * 1024 * 1024;
 
@@ -119,6 +129,32 @@ pub(crate) const MAX_LISTING_BYTES: usize = 2 * 1024 * 1024;
 /// rest is cut with a marker. A server's own error is its tool's text and has the room of a
 /// result.
 pub(crate) const MAX_ERROR_CHARS: usize = 64 * 1024;
+
+// Schema work. Validation walks the schema with its references expanded once for every value
+// it checks, so a schema of a few hundred bytes whose definitions each refer twice to the
+// next costs 2^40 steps. These bound that work; the checks run on the blocking pool, inside
+// the call's deadline (see `envelope::off_runtime`).
+
+/// The most nodes a schema may have with every reference expanded (a reference back into
+/// itself counts once). As many as a schema of [`MAX_SCHEMA_BYTES`] could have without any
+/// reference, so only references can pass it; one value checked against it takes a few
+/// milliseconds. Past it the tool is dropped when listed.
+pub(crate) const MAX_SCHEMA_EXPANSION: u64 = MAX_SCHEMA_BYTES as u64;
+
+/// The deepest nesting of a schema with its references expanded, each reference's target a
+/// level below it. Keeps the recursion of measuring and of validating shallow: far beyond real
+/// schemas, and several times [`MAX_SCHEMA_DEPTH`] for references between definitions.
+pub(crate) const MAX_SCHEMA_EXPANDED_DEPTH: usize = 128;
+
+/// The most work one check may take: the values of the checked JSON times the schema's
+/// expansion, an upper bound of the steps the validator takes. About half a second at worst;
+/// a million values against a simple schema pass. Past it nothing is checked: the arguments
+/// are not sent, or the result is not shown, and the error says why.
+pub(crate) const MAX_VALIDATION_WORK: u64 = 1 << 25;
+
+/// The longest schema violation (a path and a message) in an error; the rest is cut with a
+/// marker. Server data in either (a key, a pattern) passes the same cleaning as results.
+pub(crate) const MAX_VIOLATION_CHARS: usize = 1024;
 
 /// What replaces a secret wherever one would have been shown.
 pub(crate) const REDACTION_MARKER: &str = "[redacted]";
@@ -255,6 +291,11 @@ fn table() -> Vec<(&'static str, String)> {
         ("MAX_DESCRIPTION_CHARS", MAX_DESCRIPTION_CHARS.to_string()),
         ("MAX_SCHEMA_BYTES", MAX_SCHEMA_BYTES.to_string()),
         ("MAX_SCHEMA_DEPTH", MAX_SCHEMA_DEPTH.to_string()),
+        ("MAX_PARAM_HEADERS", MAX_PARAM_HEADERS.to_string()),
+        (
+            "MAX_PARAM_HEADER_NAME_BYTES",
+            MAX_PARAM_HEADER_NAME_BYTES.to_string(),
+        ),
         ("MAX_RESULT_CHARS", MAX_RESULT_CHARS.to_string()),
         ("MAX_NAMES_IN_ERROR", MAX_NAMES_IN_ERROR.to_string()),
         (
@@ -266,6 +307,13 @@ fn table() -> Vec<(&'static str, String)> {
         ("MAX_REJECTED_KEPT", MAX_REJECTED_KEPT.to_string()),
         ("MAX_LISTING_BYTES", MAX_LISTING_BYTES.to_string()),
         ("MAX_ERROR_CHARS", MAX_ERROR_CHARS.to_string()),
+        ("MAX_SCHEMA_EXPANSION", MAX_SCHEMA_EXPANSION.to_string()),
+        (
+            "MAX_SCHEMA_EXPANDED_DEPTH",
+            MAX_SCHEMA_EXPANDED_DEPTH.to_string(),
+        ),
+        ("MAX_VALIDATION_WORK", MAX_VALIDATION_WORK.to_string()),
+        ("MAX_VIOLATION_CHARS", MAX_VIOLATION_CHARS.to_string()),
         ("REDACTION_MARKER", REDACTION_MARKER.to_owned()),
         (
             "MIN_SCRUBBED_SECRET_CHARS",

@@ -26,6 +26,7 @@ use std::ops::Range;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Url;
 use secrecy::{ExposeSecret, SecretString};
+use zeroize::Zeroize;
 
 use crate::policy::{MIN_SCRUBBED_SECRET_CHARS, REDACTION_MARKER};
 
@@ -35,8 +36,13 @@ use crate::policy::{MIN_SCRUBBED_SECRET_CHARS, REDACTION_MARKER};
 pub(crate) struct Secret(SecretString);
 
 impl Secret {
-    pub(crate) fn new(value: String) -> Self {
-        Self(SecretString::from(value))
+    pub(crate) fn new(mut value: String) -> Self {
+        // secrecy's `From<String>` shrinks the buffer to fit, which may move it and free the
+        // old one unwiped: the value is copied into a box of its exact size instead, and the
+        // original wiped.
+        let exact = Box::<str>::from(value.as_str());
+        value.zeroize();
+        Self(SecretString::from(exact))
     }
 
     /// The value itself, for the one place that must send it.

@@ -59,8 +59,8 @@ impl McpPack {
         let tool_name = optional_string(args, "toolName")?;
         match (namespace, tool_name) {
             (None, Some(_)) => Err(ToolError::Invalid(
-                "toolName needs a namespace: pass both, or call with no arguments to list the \
-                 namespaces"
+                "toolName needs a namespace: pass both, or call with no arguments to list \
+                     the namespaces"
                     .to_owned(),
             )),
             (None, None) => {
@@ -109,23 +109,30 @@ impl McpPack {
         };
         let server = self.server(namespace)?;
         let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
-        tool.check_arguments(&arguments)
-            .map_err(ToolError::Invalid)?;
-        let call = ready.session.call_tool(&tool.name, arguments, &[]);
-        let result = match tokio::time::timeout(CALL_DEADLINE, call).await {
-            Err(_) => {
-                return Err(ToolError::Transport(format!(
+        // The checks count inside the deadline: a schema that makes them slow cannot stretch
+        // a call. Dropping this future stops each step, the server's request included.
+        let call = async {
+            let arguments = envelope::check_arguments(&tool, arguments)
+                .await
+                .map_err(ToolError::Invalid)?;
+            let result = ready
+                .session
+                .call_tool(&tool.name, arguments, &[])
+                .await
+                .map_err(session_error)?;
+            match envelope::convert_result(result, &tool).await {
+                Outcome::Text(text) => Ok(text),
+                Outcome::ToolFailed(text) => Err(ToolError::Backend(text)),
+            }
+        };
+        tokio::time::timeout(CALL_DEADLINE, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(ToolError::Transport(format!(
                     "{namespace} did not answer within {} s",
                     CALL_DEADLINE.as_secs()
-                )));
-            }
-            Ok(Err(e)) => return Err(session_error(e)),
-            Ok(Ok(result)) => result,
-        };
-        match envelope::convert_result(result, &tool) {
-            Outcome::Text(text) => Ok(text),
-            Outcome::ToolFailed(text) => Err(ToolError::Backend(text)),
-        }
+                )))
+            })
     }
 
     /// Everything leaving the Pack passes here: no configured secret gets out, whatever a

@@ -115,6 +115,10 @@ async fn poisoned_tools_are_dropped_or_cleaned_and_the_rest_still_work() {
                 "a second tool with the same name".to_owned()
             ),
             (long_name, "a name longer than 128 characters".to_owned()),
+            (
+                "remote_ref".to_owned(),
+                "inputSchema has a reference that does not resolve inside it".to_owned()
+            ),
         ]
     );
 
@@ -129,9 +133,9 @@ async fn poisoned_tools_are_dropped_or_cleaned_and_the_rest_still_work() {
             .any(|c| c == '\u{1b}' || c == '\u{202e}' || c == '\u{200b}' || c == '\u{7}')
     );
 
-    // A $ref to a URL is never fetched: the call goes out unvalidated, the witness sees nothing.
+    // A $ref to a URL is never fetched: its tool is dropped, the witness sees nothing.
     let outcome = support::call(&pack, "s", "remote_ref", json!({"a": 1})).await;
-    assert!(outcome.is_ok(), "{outcome:?}");
+    assert!(outcome.is_err(), "{outcome:?}");
     assert!(witness.accept().is_err(), "the $ref was fetched");
 
     // The other tools still work, and a server echoing the credential shows only the marker.

@@ -9,7 +9,7 @@
 
 #![forbid(unsafe_code)]
 // Each target uses a part of the files it includes.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 #[path = "../../src/config.rs"]
 mod config;
@@ -82,7 +82,7 @@ pub fn config(data: &[u8]) {
     }
     // The scrubber takes whatever was configured, and leaves no secret it keeps.
     let scrubber = Scrubber::new(secrets.iter().cloned());
-    let scrubbed = scrubber.clean(&input);
+    let scrubbed = scrubber.scrub(&input);
     for secret in secrets.iter().map(Secret::expose) {
         if secret.chars().count() >= policy::MIN_SCRUBBED_SECRET_CHARS {
             assert!(!scrubbed.contains(secret), "a secret survived scrubbing");
@@ -143,7 +143,16 @@ pub fn jsonrpc(data: &[u8]) {
         "inputSchema": {"type": "object"},
         "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
     }]});
-    let set = envelope::check_tools(vec![Untrusted::new(result.clone()), Untrusted::new(fixed)]);
+    let mut catalog = envelope::Catalog::default();
+    for page in [result, &fixed] {
+        let Ok(page) = serde_json::value::to_raw_value(page) else {
+            return;
+        };
+        if catalog.add_page(&Untrusted::new(page)).is_err() {
+            return;
+        }
+    }
+    let set = catalog.finish();
     for tool in set.tools.values() {
         assert_clean(&tool.name);
         assert_clean(&tool.description);
@@ -152,7 +161,7 @@ pub fn jsonrpc(data: &[u8]) {
         if let Err(text) = tool.check_arguments(arguments) {
             assert_clean(&text);
         }
-        match envelope::convert_result(Untrusted::new(result.clone()), tool) {
+        match envelope::convert_now(Untrusted::new(result.clone()), tool) {
             Outcome::Text(text) | Outcome::ToolFailed(text) => assert_clean(&text),
         }
     }
@@ -166,6 +175,105 @@ pub fn jsonrpc(data: &[u8]) {
             code,
             Untrusted::new(text.to_owned()),
         ));
+    }
+}
+
+/// Schema checking: bytes that are JSON values in a row. The first is a `tools/list` page
+/// for `envelope::Catalog`; each later one is a model's arguments, checked against the
+/// input schema of every tool the page got accepted. Whatever the set shows a model, and
+/// every argument error, is clean.
+pub fn tools(data: &[u8]) {
+    let mut values = json_values(data);
+    let Some(page) = values.next() else {
+        return;
+    };
+    let Some(set) = check_page(&page) else {
+        return;
+    };
+    let arguments: Vec<Value> = values.collect();
+    for tool in set.tools.values() {
+        assert_clean(&tool.name);
+        assert!(tool.name.chars().count() <= policy::MAX_TOOL_NAME_CHARS);
+        assert_clean(&tool.description);
+        assert_within(&tool.description, policy::MAX_DESCRIPTION_CHARS);
+        assert_clean_value(&tool.shown_schema);
+        for arguments in &arguments {
+            if let Err(text) = tool.check_arguments(arguments) {
+                assert_clean(&text);
+            }
+        }
+    }
+    for rejected in &set.rejected {
+        assert_clean(&rejected.name);
+        assert_clean(&rejected.reason);
+    }
+}
+
+/// Result conversion: bytes that are two JSON values in a row, a tool's `outputSchema` and
+/// a `tools/call` result, for `envelope::convert_now` (the conversion `convert_result` runs
+/// off the runtime). A schema the envelope refuses
+/// leaves nothing to convert against. The outcome, error or not, is clean and within the
+/// result cap.
+pub fn result(data: &[u8]) {
+    let mut values = json_values(data);
+    let (Some(schema), Some(result)) = (values.next(), values.next()) else {
+        return;
+    };
+    let page = json!({"tools": [{
+        "name": "fuzzed",
+        "inputSchema": {"type": "object"},
+        "outputSchema": schema,
+    }]});
+    let Some(set) = check_page(&page) else {
+        return;
+    };
+    let Some(tool) = set.tools.get("fuzzed") else {
+        return;
+    };
+    match envelope::convert_now(Untrusted::new(result), tool) {
+        Outcome::Text(text) | Outcome::ToolFailed(text) => {
+            assert_clean(&text);
+            assert_within(&text, policy::MAX_RESULT_CHARS);
+        }
+    }
+}
+
+/// One `tools/list` page through the catalog, as the session hands it over; `None` when it
+/// passes the catalog's byte cap.
+fn check_page(page: &Value) -> Option<envelope::ToolSet> {
+    let page = serde_json::value::to_raw_value(page).ok()?;
+    let mut catalog = envelope::Catalog::default();
+    catalog.add_page(&Untrusted::new(page)).ok()?;
+    Some(catalog.finish())
+}
+
+/// The JSON values at the start of `data`, one after the other, up to the first that is not.
+fn json_values(data: &[u8]) -> impl Iterator<Item = Value> + '_ {
+    serde_json::Deserializer::from_slice(data)
+        .into_iter::<Value>()
+        .map_while(Result::ok)
+}
+
+/// At most `max` characters, not counting the note that says how many were cut.
+fn assert_within(text: &str, max: usize) {
+    let kept = match text.rsplit_once("\n[... ") {
+        Some((kept, note)) if note.ends_with(" characters cut]") => kept,
+        _ => text,
+    };
+    let chars = kept.chars().count();
+    assert!(chars <= max, "{chars} characters, over the cap of {max}");
+}
+
+/// Every key and string of a JSON value is clean.
+fn assert_clean_value(value: &Value) {
+    match value {
+        Value::String(text) => assert_clean(text),
+        Value::Array(items) => items.iter().for_each(assert_clean_value),
+        Value::Object(map) => map.iter().for_each(|(key, value)| {
+            assert_clean(key);
+            assert_clean_value(value);
+        }),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 

@@ -43,3 +43,13 @@ fn sse() {
 fn jsonrpc() {
     run("jsonrpc", plugin_mcp_fuzz::jsonrpc);
 }
+
+#[test]
+fn tools() {
+    run("tools", plugin_mcp_fuzz::tools);
+}
+
+#[test]
+fn result() {
+    run("result", plugin_mcp_fuzz::result);
+}

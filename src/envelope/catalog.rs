@@ -220,5 +220,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
     }
 }
 
+// By path: this file is itself included by path (see `envelope`).
 #[cfg(test)]
+#[path = "catalog/tests.rs"]
 mod tests;

@@ -204,7 +204,7 @@ proptest! {
     #[test]
     fn converted_results_are_clean(result in any_result(), schema in any::<bool>()) {
         let tool = tool(schema);
-        assert_clean(&text_of(convert_result(Untrusted::new(result), &tool)))?;
+        assert_clean(&text_of(convert_now(Untrusted::new(result), &tool)))?;
     }
 
     /// Text blocks without control or invisible characters come out exactly, joined by a
@@ -212,7 +212,7 @@ proptest! {
     #[test]
     fn plain_texts_come_out_joined(texts in prop::collection::vec(plain_text(), 1..8)) {
         let blocks: Vec<Value> = texts.iter().map(|t| json!({"type": "text", "text": t})).collect();
-        let got = text_of(convert_result(Untrusted::new(json!({ "content": blocks })), &tool(false)));
+        let got = text_of(convert_now(Untrusted::new(json!({ "content": blocks })), &tool(false)));
         prop_assert_eq!(got, texts.join("\n\n"));
     }
 
@@ -224,7 +224,7 @@ proptest! {
         blocks in prop::collection::vec(block_with("[^\n\u{1b}\u{80}-\u{9f}]{0,8}".boxed()), 1..8),
     ) {
         let result = json!({ "content": blocks });
-        let got = text_of(convert_result(Untrusted::new(result), &tool(false)));
+        let got = text_of(convert_now(Untrusted::new(result), &tool(false)));
         let pieces: Vec<&str> = got.split("\n\n").collect();
         prop_assert_eq!(pieces.len(), blocks.len(), "{:?}", got);
         for (piece, block) in pieces.iter().zip(&blocks) {
@@ -289,7 +289,7 @@ fn an_escape_in_one_block_leaves_the_next_blocks_alone() {
             {"type": "text", "text": format!("a{opener}")},
             {"type": "text", "text": "b"},
         ]);
-        let got = text_of(convert_result(
+        let got = text_of(convert_now(
             Untrusted::new(json!({ "content": blocks })),
             &tool(false),
         ));

@@ -316,13 +316,18 @@ fn a_schema_that_does_not_compile_checks_nothing_and_fetches_nothing() {
             json!({"name": "regex", "inputSchema": {"type": "object", "properties": {"p": {"type": "string", "pattern": "(a+)+$"}}}}),
         ),
     ]);
-    for name in ["remote", "file", "typo"] {
-        assert_eq!(
-            set.tools[name].check_arguments(&json!({"any": 1})),
-            Ok(()),
-            "{name}"
-        );
-    }
+    // A reference outside the schema cannot be measured, so its tool is refused.
+    let refused: Vec<(&str, &str)> = set
+        .rejected
+        .iter()
+        .map(|r| (r.name.as_str(), r.reason.as_str()))
+        .collect();
+    let unresolved = "inputSchema has a reference that does not resolve inside it";
+    assert_eq!(refused, [("remote", unresolved), ("file", unresolved)]);
+    assert_eq!(
+        set.tools["typo"].check_arguments(&json!({"any": 1})),
+        Ok(())
+    );
     let regex = &set.tools["regex"];
     let evil = format!("{}!", "a".repeat(50_000));
     assert!(regex.check_arguments(&json!({"p": evil})).is_err());
@@ -333,7 +338,7 @@ fn convert(result: Value) -> Result<String, String> {
     let set = checked(vec![tool(
         json!({"outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}),
     )]);
-    match convert_result(Untrusted::new(result), &set.tools["t"]) {
+    match convert_now(Untrusted::new(result), &set.tools["t"]) {
         Outcome::Text(text) => Ok(text),
         Outcome::ToolFailed(text) => Err(text),
     }
@@ -394,4 +399,27 @@ fn structured_content_errors_and_limits() {
         convert(json!({"content": [{"type": "text", "text": "y".repeat(MAX_RESULT_CHARS + 1)}]}))
             .expect("text");
     assert!(long.ends_with("\n[... 1 characters cut]"));
+}
+
+#[test]
+fn the_work_budget_holds_at_the_limit_and_refuses_one_past() {
+    let four_values = json!({"a": 1, "b": [2]});
+    assert_eq!(within_budget(&four_values, MAX_VALIDATION_WORK / 4), Ok(()));
+    assert_eq!(within_budget(&four_values, MAX_VALIDATION_WORK / 3), Err(3));
+}
+
+#[test]
+fn a_violation_is_cleaned_and_cut_at_its_cap() {
+    assert_eq!(violation("", "m"), "/: m");
+    assert_eq!(
+        violation("/\u{1b}]52;c;eA==\u{7}k\u{202e}", "\u{1b}[2Jm"),
+        "/k: m"
+    );
+    let fits = "m".repeat(MAX_VIOLATION_CHARS - 4);
+    assert_eq!(violation("/a", &fits), format!("/a: {fits}"));
+    let over = format!("{fits}m");
+    assert_eq!(
+        violation("/a", &over),
+        format!("/a: {fits}\n[... 1 characters cut]")
+    );
 }

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 
 use super::SessionError;
 use super::exchange::{Link, Wire};
-use crate::envelope::{Loose, Object, Untrusted};
+use crate::envelope::{Loose, Object, Untrusted, param_headers};
 use crate::jsonrpc::{Meta, Params, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::policy::MODERN_PROTOCOL_VERSIONS;
 use crate::transport::{Outgoing, SessionHeaders};
@@ -68,11 +68,7 @@ impl Modern {
         let mut extra = Vec::with_capacity(2 + headers.len());
         extra.push((MCP_METHOD, HeaderValue::from_static(method)));
         if let Some(name) = name {
-            // Tool names are checked to be A-Z, a-z, 0-9, `_`, `-` and `.` before a call
-            // can name one, which is plain header text that needs no encoding.
-            let value = HeaderValue::from_str(name).map_err(|_| {
-                SessionError::Protocol("the name cannot be sent as a header".to_owned())
-            })?;
+            let value = param_headers::encode_name(name).map_err(SessionError::Protocol)?;
             extra.push((MCP_NAME, value));
         }
         extra.extend_from_slice(headers);

@@ -11,6 +11,8 @@
 //! - `check`, `serve`, `demo`: one command each.
 
 #![forbid(unsafe_code)]
+// Every dependency is used; test builds also see the dev-dependencies, which need not be.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod check;
 mod cli;

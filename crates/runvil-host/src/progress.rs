@@ -50,12 +50,14 @@ pub(crate) async fn wait_for_servers(pack: &Arc<dyn Pack>, only: Option<&str>, w
     } else {
         Display::Summary
     };
-    let deadline = tokio::time::Instant::now() + wait;
+    // `--wait` is the user's: a wait past the clock's end has no deadline, and adding it would
+    // overflow.
+    let deadline = tokio::time::Instant::now().checked_add(wait);
     loop {
         let servers = servers(pack, only).await;
         let loading = servers.iter().any(|s| s.status == "loading");
         display.show(&servers);
-        if !loading || tokio::time::Instant::now() >= deadline {
+        if !loading || deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
             display.finish(&servers);
             return;
         }

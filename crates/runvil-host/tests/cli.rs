@@ -89,7 +89,7 @@ fn invalid_calls_exit_2_and_argument_errors_are_clap_s() {
 
 #[test]
 fn argument_errors_are_clap_s_with_exit_2() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (&[], "Usage: runvil <COMMAND>"),
         (
             &["frobnicate"],
@@ -98,6 +98,10 @@ fn argument_errors_are_clap_s_with_exit_2() {
         (
             &["tools", "--wait", "soon"],
             "error: invalid value 'soon' for '--wait <SECS>'",
+        ),
+        (
+            &["tools", "--wait", "18446744073709551616"],
+            "error: invalid value '18446744073709551616' for '--wait <SECS>': number too large",
         ),
         (
             &["demo", "--config", "x.json"],
@@ -218,6 +222,32 @@ fn a_server_that_never_answers_is_waited_for_at_most_wait_seconds() {
         "{stderr}"
     );
     assert!(stderr.contains("its status is loading"), "{stderr}");
+}
+
+#[test]
+fn the_longest_wait_overflows_nothing() {
+    // A refused entry never loads, so even the longest wait ends at once.
+    let config = Temp::config(json!({"local": {"command": "server"}}));
+    let longest = u64::MAX.to_string();
+    let cases: [(&[&str], Option<i32>, &str); 2] = [
+        (&["tools"], Some(0), "runvil: 1 server: 1 error\n"),
+        (
+            &["call", "local", "anything"],
+            Some(2),
+            "runvil: 1 server: 1 error\n",
+        ),
+    ];
+    for (command, code, stderr) in cases {
+        let mut args = command.to_vec();
+        args.extend(["--config", config.arg(), "--wait", &longest]);
+        let out = runvil(&args);
+        assert_eq!(out.status.code(), code, "{args:?}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).starts_with(stderr),
+            "{}",
+            text(&out.stderr)
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

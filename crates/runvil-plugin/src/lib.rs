@@ -16,6 +16,8 @@
 //! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio`.
 
 #![forbid(unsafe_code)]
+// Every dependency is used; test builds also see the dev-dependencies, which need not be.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod pack;
 mod packs;

@@ -1,0 +1,74 @@
+//! The checks of a call, run where they cannot stall the runtime: on tokio's blocking pool.
+//!
+//! Checking arguments or a result against a server's schema is CPU work bounded by
+//! [`MAX_VALIDATION_WORK`](crate::policy::MAX_VALIDATION_WORK), and converting a result
+//! cleans up to [`MAX_RESPONSE_BYTES`](crate::policy::MAX_RESPONSE_BYTES) of text. On a
+//! runtime worker either would hold up every other call of the Host, so each runs on the
+//! blocking pool while the call awaits it, inside the call's deadline. A call dropped (or
+//! past its deadline) before its check starts never starts it; one already running ends
+//! within its bounded work and its outcome is thrown away.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::Value;
+
+use super::{CheckedTool, Outcome, Untrusted, convert_now, log_safe};
+
+/// Checks a model's arguments against `tool`'s input schema, and gives them back to be sent.
+pub(crate) async fn check_arguments(
+    tool: &Arc<CheckedTool>,
+    arguments: Value,
+) -> Result<Value, String> {
+    let checked = Arc::clone(tool);
+    let outcome = off_runtime(tool, move || {
+        checked.check_arguments(&arguments)?;
+        Ok(arguments)
+    });
+    outcome.await.unwrap_or_else(|| {
+        Err(format!(
+            "the arguments could not be checked against the input schema of {}; nothing was sent",
+            tool.name
+        ))
+    })
+}
+
+/// Converts a `tools/call` result of `tool` for a model, its `structuredContent` checked.
+pub(crate) async fn convert_result(result: Untrusted<Value>, tool: &Arc<CheckedTool>) -> Outcome {
+    let checked = Arc::clone(tool);
+    let outcome = off_runtime(tool, move || convert_now(result, &checked));
+    outcome.await.unwrap_or_else(|| {
+        Outcome::ToolFailed(
+            "the result could not be checked against the tool's outputSchema; it is not shown"
+                .to_owned(),
+        )
+    })
+}
+
+/// Runs `work` on the blocking pool; `None` when it failed (a bug of the validator).
+async fn off_runtime<T: Send + 'static>(
+    tool: &CheckedTool,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let _stop = StopOnDrop(Arc::clone(&dropped));
+    let name = log_safe(&tool.name);
+    let task = tokio::task::spawn_blocking(move || {
+        // The pool may start this after the call is gone: then there is no one to answer.
+        if dropped.load(Ordering::Acquire) {
+            tracing::debug!(tool = %name, "a check was not started: its call was dropped");
+            return None;
+        }
+        Some(work())
+    });
+    task.await.ok().flatten()
+}
+
+/// Tells the blocking work its call is gone when the call's future is dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}

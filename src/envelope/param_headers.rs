@@ -1,0 +1,347 @@
+//! Tool parameters mirrored into HTTP headers (`x-mcp-header`, MCP 2026-07-28).
+//!
+//! A server may mark a property of a tool's `inputSchema` with `x-mcp-header: "Name"`, and a
+//! client on Streamable HTTP must then send that argument as `Mcp-Param-Name` on every call,
+//! so that gateways can route on it without reading the body. Two moments own it:
+//!
+//! - Listing: [`ParamHeaders::declare`] reads a schema once. A declaration the specification
+//!   rules out (a name that is not an HTTP token, a repeated name, a type other than string,
+//!   integer or boolean, an annotation anywhere but on a property reached from the root
+//!   through `properties` keys alone) rejects the whole tool, with a reason safe to show.
+//! - Calling: [`ParamHeaders::headers`] turns a call's arguments into header values with the
+//!   revision's encoding; a value that cannot be sent faithfully refuses the call.
+//!
+//! Every header value leaves through [`encode`]: a string goes as it is only when each byte is
+//! visible ASCII or an inner space, and otherwise as `=?base64?…?=`, so no argument can ever
+//! put CR, LF or any other control character on the wire. [`encode_name`] applies the same
+//! rule to `Mcp-Name`.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use reqwest::header::{HeaderName, HeaderValue};
+use serde_json::{Map, Value};
+
+use crate::policy::{MAX_PARAM_HEADER_NAME_BYTES, MAX_PARAM_HEADERS, MAX_SCHEMA_DEPTH};
+
+/// The schema keyword that marks a mirrored property.
+const ANNOTATION: &str = "x-mcp-header";
+
+/// What every mirrored header's name starts with.
+const PREFIX: &str = "Mcp-Param-";
+
+/// The markers of an encoded value. A plain value that looks encoded is encoded too, so a
+/// server never decodes what the model wrote literally.
+const SENTINEL_START: &str = "=?base64?";
+const SENTINEL_END: &str = "?=";
+
+/// The largest integer a header may carry: JavaScript's `Number.MAX_SAFE_INTEGER`, 2^53 − 1,
+/// beyond which a server in JavaScript would compare a rounded number with the header.
+const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// Keywords whose value is instance data, not a schema: an `x-mcp-header` key inside an
+/// `enum` or a `default` is a value the server chose, not an annotation.
+const DATA_KEYWORDS: [&str; 4] = ["const", "default", "enum", "examples"];
+
+/// Keywords whose value maps names to schemas: the names are the server's, not keywords, so a
+/// property called `x-mcp-header` is not an annotation.
+const SCHEMA_MAPS: [&str; 5] = [
+    "properties",
+    "patternProperties",
+    "dependentSchemas",
+    "$defs",
+    "definitions",
+];
+
+const MISPLACED: &str = "an x-mcp-header is allowed only on a property reached from the root \
+    through properties keys alone, not on the root, under items, anyOf, oneOf, allOf, not, \
+    if, then, else, $defs or any other keyword";
+
+/// The headers one tool mirrors.
+#[derive(Debug, Default)]
+pub(crate) struct ParamHeaders {
+    declarations: Vec<Declaration>,
+}
+
+#[derive(Debug)]
+struct Declaration {
+    /// `Mcp-Param-{Name}`; HTTP compares names without regard to case, and so do duplicates.
+    header: HeaderName,
+    /// `{Name}` as the server wrote it, for errors: a checked token, safe to show.
+    name: String,
+    /// The `properties` keys from the root to the property.
+    path: Vec<String>,
+    kind: Kind,
+}
+
+/// The JSON types a header may mirror.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    String,
+    Integer,
+    Boolean,
+}
+
+impl Kind {
+    fn word(self) -> &'static str {
+        match self {
+            Self::String => "a string",
+            Self::Integer => "an integer",
+            Self::Boolean => "a boolean",
+        }
+    }
+}
+
+impl ParamHeaders {
+    /// Reads every `x-mcp-header` of a tool's input schema. `Err` is why the tool must be
+    /// rejected: a short text naming no property and quoting no server text except header
+    /// names already checked to be HTTP tokens.
+    pub(crate) fn declare(schema: &Value) -> Result<Self, String> {
+        let mut headers = Self::default();
+        headers.visit(schema, Some(&mut Vec::new()), 0)?;
+        Ok(headers)
+    }
+
+    /// Whether the tool mirrors no parameter: its calls carry no `Mcp-Param-*` header.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.declarations.is_empty()
+    }
+
+    /// The `Mcp-Param-*` headers of one call, one per declaration. An argument that is
+    /// absent or null sends no header. `Err` refuses the call: an argument whose JSON type is
+    /// not the declared one, or an integer past ±(2^53 − 1), names the header and never the
+    /// value.
+    pub(crate) fn headers(
+        &self,
+        arguments: &Value,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+        let mut headers = Vec::with_capacity(self.declarations.len());
+        for declaration in &self.declarations {
+            let Some(value) = lookup(arguments, &declaration.path) else {
+                continue;
+            };
+            let text = declaration.text(value)?;
+            let mut value = encode(&text)?;
+            // Arguments are the model's, not configured secrets, but nothing in them needs to
+            // appear in a Debug print or an HTTP/2 header table.
+            value.set_sensitive(true);
+            headers.push((declaration.header.clone(), value));
+        }
+        Ok(headers)
+    }
+
+    /// Walks one node of the schema. `path` is `Some` while the node is reached from the root
+    /// through `properties` keys only (the root itself has the empty path), `None` anywhere
+    /// else; depth is bounded like the envelope's schemas, whoever calls this.
+    fn visit(
+        &mut self,
+        node: &Value,
+        mut path: Option<&mut Vec<String>>,
+        depth: usize,
+    ) -> Result<(), String> {
+        // The envelope's measure: a container inside `depth` others nests `depth + 1` deep.
+        if (node.is_object() || node.is_array()) && depth + 1 > MAX_SCHEMA_DEPTH {
+            return Err(format!(
+                "the inputSchema is nested deeper than {MAX_SCHEMA_DEPTH} levels"
+            ));
+        }
+        let map = match node {
+            Value::Object(map) => map,
+            Value::Array(items) => {
+                return items
+                    .iter()
+                    .try_for_each(|item| self.visit(item, None, depth + 1));
+            }
+            _ => return Ok(()),
+        };
+        if let Some(name) = map.get(ANNOTATION) {
+            match path.as_deref() {
+                Some(keys) if !keys.is_empty() => self.add(name, keys.to_vec(), map)?,
+                _ => return Err(MISPLACED.to_owned()),
+            }
+        }
+        for (key, child) in map {
+            if DATA_KEYWORDS.contains(&key.as_str()) {
+                continue;
+            }
+            match child {
+                Value::Object(schemas) if SCHEMA_MAPS.contains(&key.as_str()) => {
+                    for (name, schema) in schemas {
+                        // Only `properties` of a reachable node keeps the chain unbroken.
+                        let reachable = match path.as_deref_mut() {
+                            Some(keys) if key == "properties" => Some(keys),
+                            _ => None,
+                        };
+                        match reachable {
+                            Some(keys) => {
+                                keys.push(name.clone());
+                                let result = self.visit(schema, Some(keys), depth + 2);
+                                keys.pop();
+                                result?;
+                            }
+                            None => self.visit(schema, None, depth + 2)?,
+                        }
+                    }
+                }
+                _ => self.visit(child, None, depth + 1)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks one annotation on a reachable property and records it.
+    fn add(
+        &mut self,
+        name: &Value,
+        path: Vec<String>,
+        property: &Map<String, Value>,
+    ) -> Result<(), String> {
+        let Value::String(name) = name else {
+            return Err("an x-mcp-header that is not a string".to_owned());
+        };
+        if name.is_empty() {
+            return Err("an empty x-mcp-header".to_owned());
+        }
+        if name.len() > MAX_PARAM_HEADER_NAME_BYTES {
+            return Err(format!(
+                "an x-mcp-header longer than {MAX_PARAM_HEADER_NAME_BYTES} bytes"
+            ));
+        }
+        if let Some(c) = name.chars().find(|&c| !is_tchar(c)) {
+            return Err(format!(
+                "an x-mcp-header with U+{:04X}; a header name may hold only letters, digits \
+                 and !#$%&'*+-.^_`|~",
+                u32::from(c)
+            ));
+        }
+        // From here on the name is an HTTP token of bounded length: safe to show.
+        let kind = match property.get("type") {
+            Some(Value::String(t)) if t == "string" => Kind::String,
+            Some(Value::String(t)) if t == "integer" => Kind::Integer,
+            Some(Value::String(t)) if t == "boolean" => Kind::Boolean,
+            found => {
+                let what = match found {
+                    None => "no type".to_owned(),
+                    Some(Value::Array(_)) => "a list of types".to_owned(),
+                    Some(Value::String(t))
+                        if ["number", "object", "array", "null"].contains(&t.as_str()) =>
+                    {
+                        format!("type {t}")
+                    }
+                    Some(_) => "an unknown type".to_owned(),
+                };
+                return Err(format!(
+                    "x-mcp-header {name} is on a property with {what}; only a string, integer \
+                     or boolean property may be sent as a header"
+                ));
+            }
+        };
+        if self
+            .declarations
+            .iter()
+            .any(|d| d.name.eq_ignore_ascii_case(name))
+        {
+            return Err(format!(
+                "x-mcp-header {name} is declared twice (header names ignore letter case)"
+            ));
+        }
+        if self.declarations.len() == MAX_PARAM_HEADERS {
+            return Err(format!(
+                "more than {MAX_PARAM_HEADERS} x-mcp-header parameters"
+            ));
+        }
+        let header = HeaderName::from_bytes(format!("{PREFIX}{name}").as_bytes())
+            .map_err(|_| format!("x-mcp-header {name} does not make a header name"))?;
+        self.declarations.push(Declaration {
+            header,
+            name: name.clone(),
+            path,
+            kind,
+        });
+        Ok(())
+    }
+}
+
+impl Declaration {
+    /// The argument as the text the header carries, before encoding.
+    fn text(&self, value: &Value) -> Result<String, String> {
+        let refuse = |got: &str| {
+            Err(format!(
+                "the {PREFIX}{} header needs {} argument, and got {got}",
+                self.name,
+                self.kind.word()
+            ))
+        };
+        match (self.kind, value) {
+            (Kind::String, Value::String(s)) => Ok(s.clone()),
+            (Kind::Boolean, Value::Bool(b)) => Ok(b.to_string()),
+            (Kind::Integer, Value::Number(n)) => {
+                // 42.0 is the integer 42 to JSON Schema, and to a server comparing numbers.
+                let whole = match (n.as_i64(), n.as_u64()) {
+                    (Some(i), _) => Some(i128::from(i)),
+                    (None, Some(u)) => Some(i128::from(u)),
+                    (None, None) => n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i128),
+                };
+                match whole {
+                    None => refuse("a number with a fraction"),
+                    Some(i) if i.abs() > i128::from(MAX_SAFE_INTEGER) => Err(format!(
+                        "the {PREFIX}{} header can carry integers from -{MAX_SAFE_INTEGER} to \
+                         {MAX_SAFE_INTEGER} only",
+                        self.name
+                    )),
+                    Some(i) => Ok(i.to_string()),
+                }
+            }
+            (_, Value::String(_)) => refuse("a string"),
+            (_, Value::Number(_)) => refuse("a number"),
+            (_, Value::Bool(_)) => refuse("a boolean"),
+            (_, Value::Array(_)) => refuse("an array"),
+            (_, Value::Object(_)) => refuse("an object"),
+            // lookup() never yields null: a null argument sends no header.
+            (_, Value::Null) => refuse("null"),
+        }
+    }
+}
+
+/// The value at the exact path of `properties` keys, if there is one that is not null.
+fn lookup<'a>(arguments: &'a Value, path: &[String]) -> Option<&'a Value> {
+    path.iter()
+        .try_fold(arguments, |node, key| node.as_object()?.get(key))
+        .filter(|value| !value.is_null())
+}
+
+/// The `Mcp-Name` header for a tool name (or a resource URI): the same encoding as a
+/// parameter, since names are only recommended to be header-safe.
+pub(crate) fn encode_name(name: &str) -> Result<HeaderValue, String> {
+    encode(name)
+}
+
+/// A header value for `text`: as it is when that is safe and unambiguous, else the sentinel
+/// form with the standard Base64 (padded) of its UTF-8 bytes.
+///
+/// `Err` cannot happen (both forms hold visible ASCII and inner spaces only, which every
+/// header value may hold); the type still keeps any other byte off the wire.
+fn encode(text: &str) -> Result<HeaderValue, String> {
+    // A tab, which HTTP allows inside a value, is encoded too: proxies may fold it into a
+    // space, and the conformance suite expects any tab encoded. Decoding always restores it.
+    let looks_encoded = text.starts_with(SENTINEL_START) && text.ends_with(SENTINEL_END);
+    let plain = text.bytes().all(|b| matches!(b, b' '..=b'~'))
+        && !text.starts_with(' ')
+        && !text.ends_with(' ')
+        && !looks_encoded;
+    let shown = if plain {
+        text.to_owned()
+    } else {
+        format!("{SENTINEL_START}{}{SENTINEL_END}", STANDARD.encode(text))
+    };
+    HeaderValue::from_str(&shown).map_err(|_| "a value that cannot be a header".to_owned())
+}
+
+/// RFC 9110's `tchar`: the characters of an HTTP token such as a header name.
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+// By path: this file is itself included by path (see `envelope`).
+#[cfg(test)]
+#[path = "param_headers/tests.rs"]
+mod tests;
