@@ -265,3 +265,36 @@ impl fmt::Display for SessionError {
 
 /// Cheap to clone and share between the connector and calls.
 pub(crate) type SharedSession = Arc<Session>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hints(pages: &[&str]) -> CacheHints {
+        let mut hints = CacheHints::default();
+        for page in pages {
+            let page = RawValue::from_string((*page).to_owned()).expect("JSON");
+            hints.add_page(&page);
+        }
+        hints
+    }
+
+    #[test]
+    fn keeps_the_shortest_ttl_and_the_narrowest_scope_of_the_pages() {
+        let two = hints(&[
+            r#"{"tools":[],"ttlMs":60000,"cacheScope":"public"}"#,
+            r#"{"tools":[],"ttlMs":5000,"cacheScope":"private"}"#,
+        ]);
+        assert_eq!(
+            two,
+            CacheHints {
+                ttl_ms: Some(5000),
+                private: Some(true)
+            }
+        );
+        let public = hints(&[r#"{"ttlMs":0,"cacheScope":"public"}"#]);
+        assert_eq!((public.ttl_ms, public.private), (Some(0), Some(false)));
+        let odd = hints(&[r#"{"ttlMs":-1,"cacheScope":"shared"}"#, "[]"]);
+        assert_eq!(odd, CacheHints::default());
+    }
+}

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::SessionError;
 use super::exchange::Link;
 use super::modern::Modern;
-use crate::jsonrpc::NoParams;
+use crate::jsonrpc::{NoParams, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::policy::{ACCEPTED_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::TransportError;
 
@@ -47,12 +47,14 @@ pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
                 .collect();
             choose(&supported)
         }
-        // The one retry with a listed version is done: no modern version is shared.
+        // The one retry with a listed version is done. A server that lists only older
+        // versions gets the handshake; one that refused a version it lists is answered with
+        // its refusal.
         Err(SessionError::Rpc {
-            code: crate::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
-            supported,
+            code: UNSUPPORTED_PROTOCOL_VERSION,
+            ref supported,
             ..
-        }) => choose(&supported),
+        }) if !shares_modern(supported) => choose(supported),
         // A modern server that refused the request: its reason is the answer.
         Err(e @ SessionError::Rpc { modern: true, .. }) => Err(e),
         // Any other 4xx (404 and 405 included), with no modern error in its body.
@@ -64,6 +66,12 @@ pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
         // answer: no modern server.
         Err(_) => Ok(Era::Legacy),
     }
+}
+
+fn shares_modern(supported: &[String]) -> bool {
+    MODERN_PROTOCOL_VERSIONS
+        .iter()
+        .any(|v| supported.iter().any(|s| s == v))
 }
 
 /// The era of a server that speaks `supported`: modern if it shares a modern version, else
