@@ -115,9 +115,13 @@ impl McpPack {
             let arguments = envelope::check_arguments(&tool, arguments)
                 .await
                 .map_err(ToolError::Invalid)?;
+            let headers = tool
+                .param_headers
+                .headers(&arguments)
+                .map_err(ToolError::Invalid)?;
             let result = ready
                 .session
-                .call_tool(&tool.name, arguments, &[])
+                .call_tool(&tool.name, arguments, &headers)
                 .await
                 .map_err(session_error)?;
             match envelope::convert_result(result, &tool).await {

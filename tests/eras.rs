@@ -300,3 +300,55 @@ async fn a_list_with_caching_hints_is_fetched_once_and_not_again_by_the_listing(
     let _: Value = support::list(&pack, json!({})).await;
     assert_eq!(server.calls_of("tools/list").len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x_mcp_header_parameters_travel_as_mcp_param_headers_and_bad_declarations_drop_the_tool() {
+    let tools = json!({"tools": [
+        {"name": "query", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "limit": {"type": "integer", "x-mcp-header": "Limit"},
+            "text": {"type": "string"},
+        }}},
+        {"name": "bad", "inputSchema": {"type": "object", "properties": {
+            "n": {"type": "number", "x-mcp-header": "N"},
+        }}},
+    ]});
+    let server = Hostile::start(move |r: &Request| match r.rpc_method() {
+        "tools/list" => json_reply(&result_for(
+            r,
+            json!({"resultType": "complete", "tools": tools["tools"]}),
+        )),
+        "tools/call" => json_reply(&result_for(
+            r,
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}),
+        )),
+        _ => modern(r),
+    })
+    .await;
+    let pack = ready_pack(&server).await;
+    let listing = support::list(&pack, json!({"namespace": "s"})).await;
+    assert_eq!(listing["tools"][0]["name"], "query");
+    assert_eq!(listing["rejected"][0]["name"], "bad");
+    for (arguments, region, limit) in [
+        (
+            json!({"region": "us-west1", "limit": 5}),
+            Some("us-west1"),
+            Some("5"),
+        ),
+        (
+            json!({"region": "Hello, 世界\r\nX-Injected: yes"}),
+            Some("=?base64?SGVsbG8sIOS4lueVjA0KWC1JbmplY3RlZDogeWVz?="),
+            None,
+        ),
+        (json!({"text": "no header"}), None, None),
+    ] {
+        assert_eq!(
+            support::call(&pack, "s", "query", arguments).await,
+            Ok("ok".to_owned())
+        );
+        let call = server.calls_of("tools/call").pop().expect("a call");
+        assert_eq!(call.header("mcp-param-region"), region);
+        assert_eq!(call.header("mcp-param-limit"), limit);
+        assert_eq!(call.header("x-injected"), None);
+    }
+}
