@@ -15,7 +15,7 @@ use crate::config::ServerSpec;
 use crate::envelope::{ToolSet, clean_text, log_safe};
 use crate::policy::{START_ATTEMPT_DEADLINE, retry_delay};
 use crate::secret::Scrubber;
-use crate::session::{Session, SessionError, SharedSession};
+use crate::session::{CacheHints, Session, SessionError, SharedSession};
 use crate::transport::{self, Transport, TransportError};
 
 /// Where a server stands.
@@ -31,6 +31,8 @@ pub(crate) enum Status {
 pub(crate) struct Ready {
     pub(crate) session: SharedSession,
     pub(crate) tools: Arc<ToolSet>,
+    /// How long the server said its list stays fresh (2026-07-28).
+    pub(crate) cache: CacheHints,
 }
 
 /// One configured server, shared by its task and the Pack.
@@ -91,7 +93,15 @@ pub(crate) fn spawn(
             let more = ready.tools.more_rejected;
             tracing::warn!(server = %name, more, "more tools dropped, not logged one by one");
         }
-        tracing::info!(server = %name, tools = ready.tools.tools.len(), "server ready");
+        let (version, cache) = (ready.session.protocol_version(), ready.cache);
+        tracing::info!(
+            server = %name,
+            tools = ready.tools.tools.len(),
+            protocol_version = version,
+            ttl_ms = ?cache.ttl_ms,
+            private = ?cache.private,
+            "server ready"
+        );
         server.set(Status::Ready(ready));
     })
 }
@@ -107,18 +117,17 @@ async fn start(
         .clone()
         .map_err(|e| e.to_string())?;
     let transport = Transport::new(client, spec).map_err(|e| e.to_string())?;
-    let session = Arc::new(Session::new(transport, runtime.clone()));
-    session
-        .initialize()
+    let session = Session::connect(transport, runtime.clone())
         .await
         .map_err(SessionError::into_text)?;
-    let tools = session
+    let (tools, cache) = session
         .list_tools()
         .await
         .map_err(SessionError::into_text)?;
     Ok(Ready {
-        session,
+        session: Arc::new(session),
         tools: Arc::new(tools),
+        cache,
     })
 }
 

@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use self::catalog::ListedTool;
+use self::param_headers::ParamHeaders;
 use crate::policy::{
     MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
     MAX_TOOL_NAME_CHARS, MAX_VALIDATION_WORK, MAX_VIOLATION_CHARS, MAX_VIOLATIONS_IN_ERROR,
@@ -32,9 +33,6 @@ mod chars;
 mod expansion;
 #[path = "envelope/off_runtime.rs"]
 mod off_runtime;
-// Not called yet: the session and transport start using it when they speak 2026-07-28, and
-// this allow goes with that change.
-#[allow(dead_code)]
 #[path = "envelope/param_headers.rs"]
 pub(crate) mod param_headers;
 
@@ -85,6 +83,8 @@ pub(crate) struct CheckedTool {
     /// Each schema's size with its references expanded: what checking one value may cost.
     input_expansion: u64,
     output_expansion: u64,
+    /// The arguments its input schema mirrors into `Mcp-Param-*` headers (`x-mcp-header`).
+    pub(crate) param_headers: ParamHeaders,
     /// Compiled on first use: listing 10,000 tools compiles nothing.
     input_validator: OnceLock<Option<Validator>>,
     output_validator: OnceLock<Option<Validator>>,
@@ -138,6 +138,11 @@ fn check_tool(tool: ListedTool) -> Result<CheckedTool, Rejected> {
             (Some(schema), expansion)
         }
     };
+    // A tool whose header declarations are invalid is left out, as the 2026-07-28 transport
+    // requires, whatever revision its server speaks: the same tool must not be callable on
+    // one server and refused on another.
+    let param_headers = ParamHeaders::declare(&input_schema)
+        .map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
     Ok(CheckedTool {
         shown_schema: clean_value(&input_schema),
         name,
@@ -146,6 +151,7 @@ fn check_tool(tool: ListedTool) -> Result<CheckedTool, Rejected> {
         output_schema,
         input_expansion,
         output_expansion,
+        param_headers,
         input_validator: OnceLock::new(),
         output_validator: OnceLock::new(),
     })

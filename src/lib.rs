@@ -14,7 +14,10 @@
 //! - `config`: parses each `mcpServers` entry on its own, with `${env:NAME}` substitution.
 //! - `connector`: one background task per server, from `loading` to `ready` or `error`.
 //! - `transport` and `sse`: Streamable HTTP over reqwest and rustls, with byte caps.
-//! - `session`: JSON-RPC, the handshake, paging, cancellation, session restarts.
+//! - `jsonrpc`: the JSON-RPC messages of both eras as typed values, and every server message
+//!   read into one typed enum.
+//! - `session`: the era a server speaks (2026-07-28 without a handshake, else the
+//!   `initialize` handshake of 2025-11-25), paging, cancellation, session restarts.
 //! - `envelope`: the only way from server data to text a model reads.
 //! - `tools`: the Pack and its two tools.
 
@@ -25,6 +28,7 @@
 mod config;
 mod connector;
 mod envelope;
+mod jsonrpc;
 mod listing;
 mod policy;
 mod secret;

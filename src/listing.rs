@@ -68,6 +68,9 @@ struct ServerTools<'a> {
     namespace: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<String>,
+    /// The revision the server is spoken to in.
+    #[serde(rename = "protocolVersion")]
+    protocol_version: &'a str,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     rejected: &'a [Rejected],
     #[serde(rename = "rejectedNotShown", skip_serializing_if = "is_zero")]
@@ -184,11 +187,12 @@ pub(crate) fn every_server(servers: Vec<Summary<'_>>) -> String {
 /// The answer for one ready server: its tools in name order, then its rejected tools (at
 /// most [`MAX_REJECTED_KEPT`](crate::policy::MAX_REJECTED_KEPT), the rest counted). When
 /// the whole answer does not fit, the tools that fit come first and the note says so.
-pub(crate) fn one_server(namespace: &str, set: &ToolSet) -> String {
+pub(crate) fn one_server(namespace: &str, set: &ToolSet, protocol_version: &str) -> String {
     let empty = empty_array();
     let mut listing = ServerTools {
         namespace,
         note: None,
+        protocol_version,
         rejected: &set.rejected,
         rejected_not_shown: set.more_rejected,
         status: "ready",

@@ -15,6 +15,11 @@ pub(crate) const PROTOCOL_VERSION: &str = "2025-11-25";
 /// the same for all three.
 pub(crate) const ACCEPTED_PROTOCOL_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 
+/// The handshake-free revisions the client speaks, preferred first: tried before any
+/// handshake, and chosen from a server's `supportedVersions` or its list of supported
+/// versions in an unsupported-version error.
+pub(crate) const MODERN_PROTOCOL_VERSIONS: [&str; 1] = ["2026-07-28"];
+
 /// Headers the client sets itself: a configured value would break the protocol (`accept`) or
 /// the session (`mcp-session-id`, `last-event-id`). Compared without regard to letter case.
 pub(crate) const RESERVED_HEADERS: [&str; 3] = ["accept", "mcp-session-id", "last-event-id"];
@@ -261,6 +266,10 @@ fn table() -> Vec<(&'static str, String)> {
         (
             "ACCEPTED_PROTOCOL_VERSIONS",
             ACCEPTED_PROTOCOL_VERSIONS.join(", "),
+        ),
+        (
+            "MODERN_PROTOCOL_VERSIONS",
+            MODERN_PROTOCOL_VERSIONS.join(", "),
         ),
         ("RESERVED_HEADERS", RESERVED_HEADERS.join(", ")),
         ("ALLOWED_SCHEMES", ALLOWED_SCHEMES.join(", ")),

@@ -73,7 +73,11 @@ impl McpPack {
                 let server = self.server(namespace)?;
                 let status = server.status();
                 match &status {
-                    Status::Ready(ready) => Ok(listing::one_server(&server.name, &ready.tools)),
+                    Status::Ready(ready) => Ok(listing::one_server(
+                        &server.name,
+                        &ready.tools,
+                        ready.session.protocol_version(),
+                    )),
                     _ => Ok(listing::to_json(&Summary::new(server, &status))),
                 }
             }
@@ -111,9 +115,13 @@ impl McpPack {
             let arguments = envelope::check_arguments(&tool, arguments)
                 .await
                 .map_err(ToolError::Invalid)?;
+            let headers = tool
+                .param_headers
+                .headers(&arguments)
+                .map_err(ToolError::Invalid)?;
             let result = ready
                 .session
-                .call_tool(&tool.name, arguments)
+                .call_tool(&tool.name, arguments, &headers)
                 .await
                 .map_err(session_error)?;
             match envelope::convert_result(result, &tool).await {
@@ -318,7 +326,9 @@ fn capped(text: String) -> String {
 /// arriving (transport).
 fn session_error(e: SessionError) -> ToolError {
     match e {
-        SessionError::Rpc { .. } => ToolError::Backend(e.into_text()),
+        SessionError::Rpc { .. } | SessionError::InputRequired(_) => {
+            ToolError::Backend(e.into_text())
+        }
         other => ToolError::Transport(other.into_text()),
     }
 }

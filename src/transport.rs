@@ -226,8 +226,22 @@ impl fmt::Debug for Transport {
     }
 }
 
+/// What a POST carries besides its body and the configured headers.
+#[derive(Default)]
+pub(crate) struct Outgoing<'a> {
+    pub(crate) session: SessionHeaders,
+    /// Headers of this one message: at 2026-07-28 `Mcp-Method`, `Mcp-Name` and a tool's
+    /// `Mcp-Param-*`, each already encoded by the revision's rules.
+    pub(crate) extra: &'a [(HeaderName, HeaderValue)],
+    /// A 4xx answer with a JSON body is handed back as [`Posted`] instead of failing, so a
+    /// 2026-07-28 client can read the JSON-RPC error a modern server puts there.
+    pub(crate) read_refusals: bool,
+}
+
 /// A server's answer to a POST.
 pub(crate) struct Posted {
+    /// The HTTP status: a 2xx, or a 4xx when [`Outgoing::read_refusals`] asked for it.
+    pub(crate) status: u16,
     /// `MCP-Session-Id` of the answer, checked to be visible ASCII of a sane length.
     pub(crate) session_id: Option<HeaderValue>,
     pub(crate) reply: Reply,
@@ -284,10 +298,13 @@ impl Transport {
     pub(crate) async fn post(
         &self,
         body: Vec<u8>,
-        session: &SessionHeaders,
+        outgoing: &Outgoing<'_>,
     ) -> Result<Posted, TransportError> {
-        let mut headers = self.headers(session, ACCEPT_BOTH);
+        let mut headers = self.headers(&outgoing.session, ACCEPT_BOTH);
         headers.insert(header::CONTENT_TYPE, JSON);
+        for (name, value) in outgoing.extra {
+            headers.insert(name.clone(), value.clone());
+        }
         let via = self.endpoint.route.choose();
         let client = match via {
             Via::Pooled => &self.client,
@@ -301,7 +318,25 @@ impl Transport {
             .body(body);
         let sent = Instant::now();
         let scrubber = &self.endpoint.scrubber;
-        let response = checked(request.send().await, scrubber)?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| TransportError::Send(scrubber.clean(describe(e))));
+        let status = response.as_ref().map_or(0, |r| r.status().as_u16());
+        if let Ok(refusal) = response.as_ref()
+            && outgoing.read_refusals
+            && refusal.status().is_client_error()
+            && content_type(refusal, scrubber).is_some_and(|k| k.eq_ignore_ascii_case(JSON_TYPE))
+        {
+            let refusal = response?;
+            let body = read_capped(refusal, scrubber).await?;
+            return Ok(Posted {
+                status,
+                session_id: None,
+                reply: Reply::Json(scrubbed_body(body, scrubber)),
+            });
+        }
+        let response = checked(response)?;
         let session_id = session_id_of(&response)?;
         let reply = match content_type(&response, scrubber) {
             Some(kind) if kind.eq_ignore_ascii_case(JSON_TYPE) => {
@@ -328,7 +363,11 @@ impl Transport {
                 }
             }
         };
-        Ok(Posted { session_id, reply })
+        Ok(Posted {
+            status,
+            session_id,
+            reply,
+        })
     }
 
     /// POSTs a notification or a response: any 2xx is success and the body is discarded.
@@ -337,7 +376,11 @@ impl Transport {
         body: Vec<u8>,
         session: &SessionHeaders,
     ) -> Result<(), TransportError> {
-        let posted = self.post(body, session).await?;
+        let outgoing = Outgoing {
+            session: session.clone(),
+            ..Outgoing::default()
+        };
+        let posted = self.post(body, &outgoing).await?;
         if let Reply::Stream(mut stream) = posted.reply {
             while stream.next().await?.is_some() {}
         }
@@ -356,7 +399,7 @@ impl Transport {
         headers.insert(LAST_EVENT_ID, id);
         let request = self.client.get(self.endpoint.url.clone()).headers(headers);
         let scrubber = &self.endpoint.scrubber;
-        let response = checked(request.send().await, scrubber)?;
+        let response = checked(sent(request.send().await, scrubber))?;
         match content_type(&response, scrubber) {
             Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
                 Ok(EventStream::new(response, Arc::clone(scrubber), None))
@@ -382,12 +425,8 @@ impl Transport {
 }
 
 /// Sends `request`, turning every non-2xx answer into an error.
-fn checked(
-    sent: Result<Response, reqwest::Error>,
-    scrubber: &Scrubber,
-) -> Result<Response, TransportError> {
-    // A cause may quote the server (a certificate's names) or name the host.
-    let response = sent.map_err(|e| TransportError::Send(scrubber.clean(describe(e))))?;
+fn checked(sent: Result<Response, TransportError>) -> Result<Response, TransportError> {
+    let response = sent?;
     let status = response.status();
     if status.is_redirection() {
         return Err(TransportError::Redirect(status.as_u16()));
@@ -396,6 +435,15 @@ fn checked(
         return Err(TransportError::Status(status.as_u16()));
     }
     Ok(response)
+}
+
+/// A sent request's answer, or why it did not come, as text without the URL.
+fn sent(
+    sent: Result<Response, reqwest::Error>,
+    scrubber: &Scrubber,
+) -> Result<Response, TransportError> {
+    // A cause may quote the server (a certificate's names) or name the host.
+    sent.map_err(|e| TransportError::Send(scrubber.clean(describe(e))))
 }
 
 /// The media type of the answer, without parameters, scrubbed: it is shown when it is not

@@ -280,8 +280,9 @@ async fn a_huge_retry_is_clamped_to_the_policy_maximum() {
     let server = Hostile::start(|r: &Request| match (r.method.as_str(), r.rpc_method()) {
         ("POST", "tools/call") => Script::raw(sse_bytes(b"id: e1\nretry: 99999999999999\ndata: \n\n")),
         ("GET", _) => {
-            // Ids count from 0: initialize, tools/list, then this tools/call.
-            let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "back"}]}});
+            // Ids count from 0: the server/discover probe, initialize, tools/list, then this
+            // tools/call.
+            let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "back"}]}});
             Script::raw(sse_bytes(format!("id: e2\ndata: {answer}\n\n").as_bytes()))
         }
         _ => mcp(r),

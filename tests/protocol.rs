@@ -73,6 +73,11 @@ async fn every_request_carries_the_protocol_headers() {
         Ok("hi".to_owned())
     );
     let requests = server.requests();
+    // The probe of a 2026-07-28 server, which this one is not (it answers 202).
+    let probe = &requests[0];
+    assert_eq!(probe.rpc_method(), "server/discover");
+    assert_eq!(probe.header("mcp-protocol-version"), Some("2026-07-28"));
+    let requests = &requests[1..];
     let initialize = &requests[0];
     assert_eq!(initialize.rpc_method(), "initialize");
     assert_eq!(initialize.body["params"]["protocolVersion"], "2025-11-25");
@@ -83,7 +88,7 @@ async fn every_request_carries_the_protocol_headers() {
     );
     assert_eq!(initialize.header("mcp-session-id"), None);
     assert_eq!(initialize.header("mcp-protocol-version"), None);
-    for request in &requests {
+    for request in requests {
         assert_eq!(
             request.header("accept"),
             Some("application/json, text/event-stream")
@@ -202,8 +207,9 @@ async fn a_stream_that_ends_early_is_resumed_with_last_event_id() {
             keep_alive: false,
         },
         ("GET", _) => {
-            // Ids count from 0: initialize, tools/list, then this tools/call.
-            let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "resumed"}]}});
+            // Ids count from 0: the server/discover probe, initialize, tools/list, then this
+            // tools/call.
+            let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "resumed"}]}});
             Script { steps: vec![Step::Write(sse(&format!("id: ev-2\ndata: {answer}\n\n")))], keep_alive: false }
         }
         _ => mcp(r),
@@ -329,7 +335,7 @@ async fn versions_outside_the_accepted_three_are_refused() {
         } else {
             assert_eq!(
                 entry["reason"],
-                "the server speaks none of the protocol versions 2025-11-25, 2025-06-18, 2025-03-26",
+                "the server speaks none of the protocol versions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26",
                 "{version}"
             );
         }

@@ -78,8 +78,19 @@ async fn everything_said(pack: &Arc<dyn runvil_plugin::Pack>, namespace: &str) -
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_output_or_log_line_names_a_secret() {
     let logs = logs();
-    // A server that echoes what it is sent, including every header of the request.
+    // A server that echoes what it is sent, including every header of the request; one of
+    // the 2026-07-28 revision that does the same, and one that refuses each call with a
+    // 400 whose JSON-RPC error quotes the request's headers (a body read only at 2026-07-28).
     let echo = Hostile::start(hostile::mcp).await;
+    let modern = Hostile::start(hostile::modern).await;
+    let refusing = Hostile::start(|r: &hostile::Request| match r.rpc_method() {
+        "tools/call" => {
+            let message = format!("Header mismatch: {:?}", r.headers);
+            hostile::refusal(r, -32020, &message, None)
+        }
+        _ => hostile::modern(r),
+    })
+    .await;
     // A server that is not there, and one that redirects.
     let gone = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -98,25 +109,41 @@ async fn no_output_or_log_line_names_a_secret() {
     .await;
     let pack = support::pack(json!({
         "echo": secret_entry(&echo.url),
+        "modern": secret_entry(&modern.url),
+        "refusing": secret_entry(&refusing.url),
         "gone": secret_entry(&gone),
         "redirect": secret_entry(&redirect.url),
         "bad": {"url": "http://h", "headers": {"X-Bad": "${env:PLUGIN_MCP_TEST_CANARY}\n"}},
         "unset": {"url": "http://h/${env:PLUGIN_MCP_TEST_CANARY_UNSET}", "headers": {"A": "${env:PLUGIN_MCP_TEST_CANARY}"}},
     }));
     support::wait_for(&pack, "echo", "ready", Duration::from_secs(10)).await;
+    for namespace in ["modern", "refusing"] {
+        support::wait_for(&pack, namespace, "ready", Duration::from_secs(10)).await;
+        let listing = support::list(&pack, json!({"namespace": namespace})).await;
+        assert_eq!(listing["protocolVersion"], "2026-07-28", "{namespace}");
+    }
     support::settled(&pack, "gone", Duration::from_secs(10)).await;
     support::settled(&pack, "redirect", Duration::from_secs(10)).await;
 
     let mut said = Vec::new();
-    for namespace in ["echo", "gone", "redirect", "bad", "unset"] {
+    for namespace in [
+        "echo", "modern", "refusing", "gone", "redirect", "bad", "unset",
+    ] {
         said.extend(everything_said(&pack, namespace).await);
     }
-    // The echo server really received the secrets: the test could fail.
-    let call = echo.calls_of("tools/call");
-    assert!(
-        call.iter().any(|r| r.header("x-api-key") == Some(CANARY)),
-        "the header was sent"
-    );
+    // The echo servers really received the secrets: the test could fail.
+    for server in [&echo, &modern, &refusing] {
+        let call = server.calls_of("tools/call");
+        assert!(
+            call.iter().any(|r| r.header("x-api-key") == Some(CANARY)),
+            "the header was sent"
+        );
+    }
+    let refused = said
+        .iter()
+        .find(|t| t.contains("-32020"))
+        .expect("the refusal reached the model");
+    assert!(refused.contains("x-api-key"), "{refused}");
 
     for text in &said {
         assert_clean("an output", text);

@@ -101,11 +101,6 @@ impl ParamHeaders {
         Ok(headers)
     }
 
-    /// Whether the tool mirrors no parameter: its calls carry no `Mcp-Param-*` header.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.declarations.is_empty()
-    }
-
     /// The `Mcp-Param-*` headers of one call, one per declaration. An argument that is
     /// absent or null sends no header. `Err` refuses the call: an argument whose JSON type is
     /// not the declared one, or an integer past ±(2^53 − 1), names the header and never the

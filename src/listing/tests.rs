@@ -20,7 +20,7 @@ fn tool(name: &str, padding: usize) -> Value {
 /// Nine large tools whose whole one-server answer is `bytes` long.
 fn nine_tools_in(bytes: usize) -> ToolSet {
     let mut tools: Vec<Value> = (0..9).map(|i| tool(&format!("t{i}"), 230_000)).collect();
-    let short = bytes - one_server("s", &tool_set(&tools)).len();
+    let short = bytes - one_server("s", &tool_set(&tools), "2025-11-25").len();
     tools[8] = tool("t8", 230_000 + short);
     tool_set(&tools)
 }
@@ -31,13 +31,13 @@ fn decode(text: &str) -> Value {
 
 #[test]
 fn one_server_shows_every_tool_up_to_the_cap_and_says_what_it_left_out_past_it() {
-    let at_cap = one_server("s", &nine_tools_in(MAX_LISTING_BYTES));
+    let at_cap = one_server("s", &nine_tools_in(MAX_LISTING_BYTES), "2025-11-25");
     assert_eq!(at_cap.len(), MAX_LISTING_BYTES);
     let shown = decode(&at_cap);
     assert_eq!(shown["tools"].as_array().map(Vec::len), Some(9));
     assert!(shown.get("note").is_none() && shown.get("toolsNotShown").is_none());
 
-    let past_cap = one_server("s", &nine_tools_in(MAX_LISTING_BYTES + 1));
+    let past_cap = one_server("s", &nine_tools_in(MAX_LISTING_BYTES + 1), "2025-11-25");
     assert!(past_cap.len() <= MAX_LISTING_BYTES, "{}", past_cap.len());
     let shown = decode(&past_cap);
     assert_eq!(shown["tools"].as_array().map(Vec::len), Some(8));
@@ -52,10 +52,18 @@ fn one_server_shows_every_tool_up_to_the_cap_and_says_what_it_left_out_past_it()
 
 #[test]
 fn one_server_lists_the_rejected_it_kept_and_counts_the_rest() {
-    let at_cap = decode(&one_server("s", &tool_set(&vec![json!({}); 100])));
+    let at_cap = decode(&one_server(
+        "s",
+        &tool_set(&vec![json!({}); 100]),
+        "2025-11-25",
+    ));
     assert_eq!(at_cap["rejected"].as_array().map(Vec::len), Some(100));
     assert!(at_cap.get("rejectedNotShown").is_none());
-    let past_cap = decode(&one_server("s", &tool_set(&vec![json!({}); 101])));
+    let past_cap = decode(&one_server(
+        "s",
+        &tool_set(&vec![json!({}); 101]),
+        "2025-11-25",
+    ));
     assert_eq!(past_cap["rejected"].as_array().map(Vec::len), Some(100));
     assert_eq!(past_cap["rejectedNotShown"], 1);
     assert_eq!(

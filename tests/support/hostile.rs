@@ -44,6 +44,9 @@ pub enum Step {
     Sleep(Duration),
     /// Never answers more: the connection stays open until the test ends.
     Stall,
+    /// Writes nothing more and waits for the client to close the connection, which
+    /// [`Hostile::closed_by_client`] then counts.
+    AwaitClose,
 }
 
 /// The steps of one answer; afterwards the connection is closed unless `keep_alive`.
@@ -70,6 +73,7 @@ pub struct Hostile {
     pub port: u16,
     requests: Arc<Mutex<Vec<Request>>>,
     connections: Arc<Mutex<usize>>,
+    closed: Arc<Mutex<usize>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -91,14 +95,18 @@ impl Hostile {
         let port = listener.local_addr().expect("addr").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(Mutex::new(0));
+        let closed = Arc::new(Mutex::new(0));
         let (seen, count) = (Arc::clone(&requests), Arc::clone(&connections));
+        let closes = Arc::clone(&closed);
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
                 *count.lock().expect("count") += 1;
-                tokio::spawn(connection(stream, Arc::clone(&handler), Arc::clone(&seen)));
+                let (handler, seen, closes) =
+                    (Arc::clone(&handler), Arc::clone(&seen), Arc::clone(&closes));
+                tokio::spawn(connection(stream, handler, seen, closes));
             }
         });
         Self {
@@ -106,8 +114,14 @@ impl Hostile {
             port,
             requests,
             connections,
+            closed,
             task,
         }
+    }
+
+    /// Connections the client closed while an answer waited on [`Step::AwaitClose`].
+    pub fn closed_by_client(&self) -> usize {
+        *self.closed.lock().expect("closed")
     }
 
     pub fn requests(&self) -> Vec<Request> {
@@ -127,7 +141,12 @@ impl Hostile {
     }
 }
 
-async fn connection(mut stream: TcpStream, handler: Handler, seen: Arc<Mutex<Vec<Request>>>) {
+async fn connection(
+    mut stream: TcpStream,
+    handler: Handler,
+    seen: Arc<Mutex<Vec<Request>>>,
+    closes: Arc<Mutex<usize>>,
+) {
     let mut buffer = Vec::new();
     loop {
         let Some(request) = read_request(&mut stream, &mut buffer).await else {
@@ -145,6 +164,14 @@ async fn connection(mut stream: TcpStream, handler: Handler, seen: Arc<Mutex<Vec
                 }
                 Step::Sleep(d) => tokio::time::sleep(d).await,
                 Step::Stall => std::future::pending::<()>().await,
+                Step::AwaitClose => {
+                    let mut byte = [0u8; 1];
+                    // The client sends nothing more on this connection: a read ends only when
+                    // it closes (0 bytes) or resets it (an error).
+                    while let Ok(1..) = stream.read(&mut byte).await {}
+                    *closes.lock().expect("closed") += 1;
+                    return;
+                }
             }
         }
         if !script.keep_alive {
@@ -247,33 +274,32 @@ pub fn mcp(request: &Request) -> Script {
     if request.method != "POST" {
         return Script::raw(http("405 Method Not Allowed", &[], b""));
     }
+    match mcp_result(request) {
+        Some(result) => json_reply(&result_for(request, result)),
+        None => accepted(),
+    }
+}
+
+/// The result [`mcp`] answers a request with, for the methods it knows.
+fn mcp_result(request: &Request) -> Option<Value> {
     match request.rpc_method() {
-        "initialize" => json_reply(&result_for(
-            request,
-            json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "hostile", "version": "1"},
-            }),
-        )),
-        "tools/list" => json_reply(&result_for(
-            request,
-            json!({"tools": [
-                {"name": "echo", "description": "Echoes text, or the request's headers.",
-                 "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
-            ]}),
-        )),
+        "initialize" => Some(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "hostile", "version": "1"},
+        })),
+        "tools/list" => Some(json!({"tools": [
+            {"name": "echo", "description": "Echoes text, or the request's headers.",
+             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+        ]})),
         "tools/call" => {
             let text = match request.body["params"]["arguments"]["text"].as_str() {
                 Some(text) => text.to_owned(),
                 None => format!("{:?}", request.headers),
             };
-            json_reply(&result_for(
-                request,
-                json!({"content": [{"type": "text", "text": text}]}),
-            ))
+            Some(json!({"content": [{"type": "text", "text": text}]}))
         }
-        _ => accepted(),
+        _ => None,
     }
 }
 
@@ -327,5 +353,85 @@ pub fn echo_everything(r: &Request) -> Script {
             json!({"content": [{"type": "text", "text": echo}]}),
         )),
         _ => mcp(r),
+    }
+}
+
+/// The error a 2026-07-28 server answers with HTTP 400.
+pub fn refusal(request: &Request, code: i64, message: &str, data: Option<Value>) -> Script {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    let body = json!({"jsonrpc": "2.0", "id": request.body["id"], "error": error}).to_string();
+    Script {
+        steps: vec![Step::Write(http(
+            "400 Bad Request",
+            &[("content-type", "application/json")],
+            body.as_bytes(),
+        ))],
+        keep_alive: true,
+    }
+}
+
+/// The `_meta` every 2026-07-28 request of the Pack carries.
+pub fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "plugin_mcp", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+/// Answers like a server of the 2026-07-28 revision only, as strict as the specification
+/// lets it be: no session and no handshake (`initialize` is refused with -32022 naming the
+/// versions it speaks), each request checked for `MCP-Protocol-Version`, `Mcp-Method`,
+/// `Mcp-Name` and `_meta` (a mismatch is 400 with -32020), GET and DELETE refused with 405.
+/// Its tools are [`mcp`]'s, with the revision's `resultType`, `ttlMs` and `cacheScope`.
+pub fn modern(request: &Request) -> Script {
+    if request.method != "POST" {
+        return Script::raw(http("405 Method Not Allowed", &[], b""));
+    }
+    let method = request.rpc_method();
+    let version = request.header("mcp-protocol-version");
+    if method == "initialize" || version != Some("2026-07-28") {
+        let supported = json!({"supported": ["2026-07-28"], "requested": version});
+        return refusal(
+            request,
+            -32022,
+            "Unsupported protocol version",
+            Some(supported),
+        );
+    }
+    let params = &request.body["params"];
+    let name_matches = match method {
+        "tools/call" => request.header("mcp-name") == params["name"].as_str(),
+        _ => request.header("mcp-name").is_none(),
+    };
+    if request.header("mcp-method") != Some(method)
+        || !name_matches
+        || params["_meta"] != modern_meta()
+        || request.header("mcp-session-id").is_some()
+    {
+        return refusal(request, -32020, "Header mismatch", None);
+    }
+    let complete = |mut result: Value| {
+        result["resultType"] = json!("complete");
+        json_reply(&result_for(request, result))
+    };
+    match method {
+        "server/discover" => complete(json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+            "ttlMs": 0,
+            "cacheScope": "public",
+        })),
+        "tools/list" => {
+            let mut result = mcp_result(request).unwrap_or_default();
+            result["ttlMs"] = json!(60000);
+            result["cacheScope"] = json!("private");
+            complete(result)
+        }
+        "tools/call" => complete(mcp_result(request).unwrap_or_default()),
+        _ => refusal(request, -32601, "Method not found", None),
     }
 }

@@ -2,6 +2,7 @@
 //! HTTP on 127.0.0.1. Its tools return every kind of content a result can carry, and it
 //! records what the client did (handshakes, cancellations) for tests to check.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -10,7 +11,8 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
     ContentBlock, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
-    PaginatedRequestParams, Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProtocolVersion, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::SessionManager;
@@ -24,9 +26,11 @@ use tokio::task::JoinHandle;
 /// How the server answers POSTs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// rmcp's default: sessions (`Mcp-Session-Id`), answers as SSE streams.
+    /// Sessions (`Mcp-Session-Id`), answers as SSE streams: a server of the session-based
+    /// revisions only (2025-11-25 and before), so the client shakes hands.
     Sse,
-    /// Stateless, answers as `application/json` bodies.
+    /// Stateless, answers as `application/json` bodies, every revision rmcp speaks: the
+    /// client speaks 2026-07-28 to it.
     Json,
 }
 
@@ -41,6 +45,8 @@ enum Kind {
 
 /// What the handlers record, shared by every session of one server.
 struct Shared {
+    /// Speaks only the revisions with a handshake ([`Mode::Sse`]).
+    legacy_only: bool,
     /// `initialize` requests that reached the handler.
     initializes: AtomicUsize,
     /// `true` lets `initialize` through; `false` holds it until [`TestServer::release`].
@@ -56,8 +62,9 @@ struct Shared {
 }
 
 impl Shared {
-    fn new(open: bool) -> Self {
+    fn new(open: bool, legacy_only: bool) -> Self {
         Self {
+            legacy_only,
             initializes: AtomicUsize::new(0),
             gate: watch::Sender::new(open),
             slow_started: Mutex::new(Vec::new()),
@@ -103,6 +110,14 @@ impl Shared {
         self.initializes.fetch_add(1, Ordering::SeqCst);
         context.peer.set_peer_info(request.clone());
         handler.negotiate_initialize(&request)
+    }
+
+    fn versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.legacy_only {
+            Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        } else {
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
     }
 
     fn on_cancelled(&self, notification: &CancelledNotificationParam) {
@@ -243,6 +258,10 @@ impl ServerHandler for Tools {
         capabilities()
     }
 
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.shared.versions()
+    }
+
     async fn initialize(
         &self,
         request: InitializeRequestParams,
@@ -323,6 +342,10 @@ struct Paged {
 impl ServerHandler for Paged {
     fn get_info(&self) -> ServerConfig {
         capabilities()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.shared.versions()
     }
 
     async fn initialize(
@@ -492,7 +515,7 @@ async fn serve(
     let addr = listener
         .local_addr()
         .expect("a bound listener has an address");
-    let shared = Arc::new(Shared::new(open));
+    let shared = Arc::new(Shared::new(open, mode == Mode::Sse));
     let sessions = Arc::new(LocalSessionManager::default());
     let config = match mode {
         Mode::Sse => StreamableHttpServerConfig::default(),

@@ -290,6 +290,10 @@ async fn ctrl_c_during_a_call_cancels_it_on_the_server_and_exits_130() {
         backend.slow_cancelled(Duration::from_secs(5)).await,
         "the server never saw the cancellation"
     );
+    assert!(
+        !backend.cancel_notified(),
+        "at 2026-07-28 the closed stream is the cancellation: no notifications/cancelled"
+    );
 }
 
 #[test]

@@ -447,7 +447,7 @@ fn data_and_names_are_not_annotations() {
         "$defs": {"x-mcp-header": {"type": "string"}}
     });
     let declared = ParamHeaders::declare(&schema).expect("no annotation");
-    assert!(declared.is_empty());
+    assert!(declared.declarations.is_empty());
 }
 
 #[test]

@@ -226,7 +226,12 @@ impl Backend {
     /// ending).
     pub(crate) async fn slow_cancelled(&self, within: Duration) -> bool {
         until(&self.seen.slow_cancelled, within).await
-            && until(&self.seen.cancel_notified, within).await
+    }
+
+    /// Whether a notifications/cancelled arrived: the session-based revisions' way to cancel.
+    /// The server speaks 2026-07-28 too, where closing the response stream cancels instead.
+    pub(crate) fn cancel_notified(&self) -> bool {
+        self.seen.cancel_notified.load(Ordering::SeqCst)
     }
 }
 

@@ -1,0 +1,202 @@
+//! One request and its answer, the same in both eras: POST it, then read the response from a
+//! JSON body or an SSE stream. What differs by era is what a stream may do on the way, so the
+//! caller says which [`Wire`] it speaks.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use reqwest::header::HeaderValue;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::runtime::Handle;
+
+use super::SessionError;
+use crate::envelope::{self, Untrusted};
+use crate::jsonrpc::{Incoming, Request, Response, to_bytes};
+use crate::policy::{MAX_IDLE_RESUMPTIONS, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY};
+use crate::transport::{EventStream, Outgoing, Reply, Transport, TransportError};
+
+/// How a response stream behaves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wire {
+    /// 2025-11-25 and before: a stream that ends early is resumed with GET and
+    /// `Last-Event-ID`, and a server may ask the client something on it, which is answered.
+    Legacy,
+    /// 2026-07-28: streams cannot be resumed and carry no server requests; a 4xx may carry
+    /// a JSON-RPC error, which is read.
+    Modern,
+}
+
+/// The way to one server, shared by both eras: the transport, the runtime background sends
+/// run on, and the request ids.
+pub(super) struct Link {
+    pub(super) transport: Transport,
+    pub(super) runtime: Handle,
+    next_id: AtomicU64,
+}
+
+impl Link {
+    pub(super) fn new(transport: Transport, runtime: Handle) -> Self {
+        Self {
+            transport,
+            runtime,
+            next_id: AtomicU64::new(0),
+        }
+    }
+
+    pub(super) fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// POSTs request `id` and reads its answer, from a JSON body or an SSE stream; with the
+    /// session id the answer carried.
+    pub(super) async fn exchange<T: DeserializeOwned, P: Serialize>(
+        &self,
+        id: u64,
+        method: &str,
+        params: &P,
+        outgoing: &Outgoing<'_>,
+        wire: Wire,
+    ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
+        let request = Request::new(id, method, params);
+        let posted = self.transport.post(to_bytes(&request), outgoing).await?;
+        let refused = !(200..300).contains(&posted.status);
+        let result = match posted.reply {
+            Reply::Json(bytes) if refused => Err(refusal(posted.status, &bytes)),
+            Reply::Json(bytes) => answer_in_body(id, &bytes),
+            Reply::Stream(stream) => self.read_stream(id, *stream, outgoing, wire).await,
+            Reply::Empty => Err(SessionError::Protocol(
+                "the server answered a request with no body".to_owned(),
+            )),
+        }?;
+        Ok((result, posted.session_id))
+    }
+
+    /// Reads a response stream until it carries the answer to `id`. At 2025-11-25 a stream
+    /// the server closes early is resumed with GET and `Last-Event-ID`.
+    async fn read_stream<T: DeserializeOwned>(
+        &self,
+        id: u64,
+        mut stream: EventStream,
+        outgoing: &Outgoing<'_>,
+        wire: Wire,
+    ) -> Result<Untrusted<T>, SessionError> {
+        let mut idle_resumptions = 0;
+        loop {
+            let mut progressed = false;
+            while let Some(data) = stream.next().await? {
+                progressed = true;
+                let Some(message) = Incoming::read(&data) else {
+                    tracing::debug!("ignored an SSE event that is not a JSON-RPC message");
+                    continue;
+                };
+                if let Incoming::Request { id, method } = &message {
+                    if wire == Wire::Legacy {
+                        self.answer_server_request(id, method, outgoing).await;
+                    }
+                    // At 2026-07-28 a server may not ask on a stream: nothing to answer.
+                    continue;
+                }
+                if let Some(answer) = answer_to(id, message) {
+                    return answer;
+                }
+            }
+            if wire == Wire::Modern {
+                // The revision has no resumption: the request is lost. It is not sent again
+                // here, since the server may have acted on it.
+                return Err(SessionError::Protocol(
+                    "the stream ended before the answer (a 2026-07-28 stream cannot be resumed)"
+                        .to_owned(),
+                ));
+            }
+            idle_resumptions = if progressed { 0 } else { idle_resumptions + 1 };
+            let Some(last_event_id) = stream.last_event_id().map(str::to_owned) else {
+                return Err(SessionError::Protocol(
+                    "the stream ended before the answer, with no event id to resume from"
+                        .to_owned(),
+                ));
+            };
+            if idle_resumptions >= MAX_IDLE_RESUMPTIONS {
+                return Err(SessionError::Protocol(format!(
+                    "the stream was resumed {MAX_IDLE_RESUMPTIONS} times without a new event"
+                )));
+            }
+            let wait = stream
+                .retry()
+                .unwrap_or(SSE_DEFAULT_RETRY)
+                .clamp(SSE_MIN_RETRY, SSE_MAX_RETRY);
+            tokio::time::sleep(wait).await;
+            stream = self
+                .transport
+                .resume(&last_event_id, &outgoing.session)
+                .await?;
+        }
+    }
+
+    /// Answers a server's request in line, so a flood of them is paced by the client.
+    async fn answer_server_request(&self, id: &RawValue, method: &str, outgoing: &Outgoing<'_>) {
+        let answer = to_bytes(&Response::to_server_request(id, method));
+        if let Err(e) = self.transport.send(answer, &outgoing.session).await {
+            // The error was scrubbed as it was read; scrubbed again here, so no change to how
+            // it was built can let a secret into the log, then escaped.
+            let error = self.transport.scrubber().clean(e.to_string());
+            tracing::debug!(error = %envelope::log_safe(&error), "could not answer a server request");
+        }
+    }
+}
+
+/// The answer to `id` in a JSON body: one message, or a batch (2025-03-26 allowed one).
+fn answer_in_body<T: DeserializeOwned>(
+    id: u64,
+    bytes: &[u8],
+) -> Result<Untrusted<T>, SessionError> {
+    let not_json = || SessionError::Protocol("the answer is not JSON".to_owned());
+    let text = std::str::from_utf8(bytes).map_err(|_| not_json())?;
+    let message: &RawValue = serde_json::from_str(text).map_err(|_| not_json())?;
+    let messages = if message.get().starts_with('[') {
+        serde_json::from_str::<Vec<&RawValue>>(message.get()).map_err(|_| not_json())?
+    } else {
+        vec![message]
+    };
+    messages
+        .into_iter()
+        .filter_map(|m| Incoming::read(m.get()))
+        .find_map(|m| answer_to(id, m))
+        .unwrap_or_else(|| {
+            Err(SessionError::Protocol(
+                "the answer does not respond to the request".to_owned(),
+            ))
+        })
+}
+
+/// A 4xx with a JSON body (2026-07-28): the JSON-RPC error in it, or the status alone when
+/// the body holds none, so a server of an older revision is told apart by what it sent.
+fn refusal(status: u16, bytes: &[u8]) -> SessionError {
+    let message = std::str::from_utf8(bytes).ok().and_then(Incoming::read);
+    match message {
+        // A server that could not read the request cannot name its id: any error here
+        // refuses this POST's one request.
+        Some(Incoming::Error { error, .. }) => SessionError::rpc(error),
+        _ => SessionError::Transport(TransportError::Status(status)),
+    }
+}
+
+/// The outcome carried by `message` if it is the response to request `id`, its result read
+/// as `T`.
+fn answer_to<T: DeserializeOwned>(
+    id: u64,
+    message: Incoming<'_>,
+) -> Option<Result<Untrusted<T>, SessionError>> {
+    if !message.answers(id) {
+        return None;
+    }
+    Some(match message {
+        Incoming::Result { result, .. } => serde_json::from_str(result.get())
+            .map(Untrusted::new)
+            .map_err(|_| SessionError::Protocol("the answer is not JSON".to_owned())),
+        Incoming::Error { error, .. } => Err(SessionError::rpc(error)),
+        _ => Err(SessionError::Protocol(
+            "the response has neither result nor error".to_owned(),
+        )),
+    })
+}

@@ -1,0 +1,354 @@
+//! The 2026-07-28 revision beside the session-based ones, through `install`, against the
+//! hostile test server: which era a server is spoken to in, the headers and `_meta` of a
+//! modern request, the version retry, the fallback to the handshake (decided once),
+//! `input_required`, and cancellation by closing the response stream.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use runvil_plugin::{Pack, ToolError};
+use serde_json::{Value, json};
+use support::hostile::{
+    Hostile, Request, Script, Step, http, json_reply, mcp, modern, modern_meta, refusal, result_for,
+};
+
+const SETTLE: Duration = Duration::from_secs(10);
+
+async fn ready_pack(server: &Hostile) -> Arc<dyn Pack> {
+    let pack = support::pack(json!({"s": {"url": server.url}}));
+    support::wait_for(&pack, "s", "ready", SETTLE).await;
+    pack
+}
+
+fn methods(server: &Hostile) -> Vec<String> {
+    let requests = server.requests();
+    requests
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.rpc_method()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_server_is_spoken_to_statelessly_with_the_revision_s_headers_and_meta() {
+    let server = Hostile::start(modern).await;
+    let pack = ready_pack(&server).await;
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "hi"})).await,
+        Ok("hi".to_owned())
+    );
+    let listing = support::list(&pack, json!({"namespace": "s"})).await;
+    assert_eq!(listing["protocolVersion"], "2026-07-28");
+    drop(pack);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // No handshake, no notification, no DELETE at the end.
+    assert_eq!(
+        methods(&server),
+        ["POST server/discover", "POST tools/list", "POST tools/call"]
+    );
+    let requests = server.requests();
+    for request in &requests {
+        assert_eq!(request.header("mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(request.header("mcp-method"), Some(request.rpc_method()));
+        assert_eq!(request.header("mcp-session-id"), None);
+        assert_eq!(
+            request.header("accept"),
+            Some("application/json, text/event-stream")
+        );
+        assert_eq!(request.header("content-type"), Some("application/json"));
+    }
+    assert_eq!(requests[0].body["params"], json!({"_meta": modern_meta()}));
+    assert_eq!(requests[1].body["params"], json!({"_meta": modern_meta()}));
+    assert_eq!(requests[1].header("mcp-name"), None);
+    assert_eq!(requests[2].header("mcp-name"), Some("echo"));
+    assert_eq!(
+        requests[2].body["params"],
+        json!({"name": "echo", "arguments": {"text": "hi"}, "_meta": modern_meta()})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsupported_version_is_retried_once_with_one_the_server_lists() {
+    let refused = Arc::new(AtomicBool::new(false));
+    let server = Hostile::start(move |r: &Request| {
+        if refused.swap(true, Ordering::SeqCst) {
+            modern(r)
+        } else {
+            let data = json!({"supported": ["2026-07-28"], "requested": "2026-07-28"});
+            refusal(r, -32022, "Unsupported protocol version", Some(data))
+        }
+    })
+    .await;
+    let pack = ready_pack(&server).await;
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "hi"})).await,
+        Ok("hi".to_owned())
+    );
+    assert_eq!(
+        methods(&server),
+        [
+            "POST server/discover",
+            "POST server/discover",
+            "POST tools/list",
+            "POST tools/call"
+        ]
+    );
+    let requests = server.requests();
+    assert_ne!(requests[0].body["id"], requests[1].body["id"]);
+    assert_eq!(requests[1].body["params"], json!({"_meta": modern_meta()}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refuses_every_version_it_lists_is_asked_once_more_then_an_error() {
+    let server = Hostile::start(|r: &Request| {
+        let data = json!({"supported": ["2026-07-28"]});
+        refusal(r, -32022, "Unsupported protocol version", Some(data))
+    })
+    .await;
+    let pack = support::pack(json!({"s": {"url": server.url}}));
+    let entry = support::wait_for(&pack, "s", "error", SETTLE).await;
+    assert_eq!(
+        entry["reason"],
+        "the server answered with error -32022: Unsupported protocol version"
+    );
+    let first_attempt = &methods(&server)[..2];
+    assert_eq!(
+        first_attempt,
+        ["POST server/discover", "POST server/discover"]
+    );
+    assert!(server.calls_of("initialize").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_error_listing_only_older_versions_leads_to_the_handshake() {
+    let server = Hostile::start(|r: &Request| match r.rpc_method() {
+        "server/discover" => {
+            let data = json!({"supported": ["2025-11-25"]});
+            refusal(r, -32022, "Unsupported protocol version", Some(data))
+        }
+        _ => mcp(r),
+    })
+    .await;
+    let pack = ready_pack(&server).await;
+    let listing = support::list(&pack, json!({"namespace": "s"})).await;
+    assert_eq!(listing["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        methods(&server),
+        [
+            "POST server/discover",
+            "POST initialize",
+            "POST notifications/initialized",
+            "POST tools/list"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_server_gets_the_handshake_once_whatever_4xx_it_answers() {
+    let session_error = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}"#;
+    let answers: Vec<(&str, Vec<u8>)> = vec![
+        ("400 without a body", http("400 Bad Request", &[], b"")),
+        (
+            "400 with an older error",
+            http(
+                "400 Bad Request",
+                &[("content-type", "application/json")],
+                session_error,
+            ),
+        ),
+        ("404", http("404 Not Found", &[], b"")),
+        ("405", http("405 Method Not Allowed", &[], b"")),
+    ];
+    for (case, answer) in answers {
+        let server = Hostile::start(move |r: &Request| match r.rpc_method() {
+            "server/discover" => Script {
+                steps: vec![Step::Write(answer.clone())],
+                keep_alive: true,
+            },
+            _ => mcp(r),
+        })
+        .await;
+        let pack = ready_pack(&server).await;
+        for text in ["one", "two"] {
+            assert_eq!(
+                support::call(&pack, "s", "echo", json!({"text": text})).await,
+                Ok(text.to_owned()),
+                "{case}"
+            );
+        }
+        let listing = support::list(&pack, json!({"namespace": "s"})).await;
+        assert_eq!(listing["protocolVersion"], "2025-11-25", "{case}");
+        assert_eq!(
+            methods(&server),
+            [
+                "POST server/discover",
+                "POST initialize",
+                "POST notifications/initialized",
+                "POST tools/list",
+                "POST tools/call",
+                "POST tools/call"
+            ],
+            "{case}: the era is decided once"
+        );
+        let call = &server.calls_of("tools/call")[0];
+        assert_eq!(call.header("mcp-session-id"), Some("s-1"), "{case}");
+        assert_eq!(call.header("mcp-protocol-version"), Some("2025-11-25"));
+        assert_eq!(call.body["params"].get("_meta"), None, "{case}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_error_to_the_probe_fails_the_attempt_without_a_handshake() {
+    let server = Hostile::start(|r: &Request| match r.rpc_method() {
+        "server/discover" => Script::raw(http("500 Internal Server Error", &[], b"")),
+        _ => mcp(r),
+    })
+    .await;
+    let pack = support::pack(json!({"s": {"url": server.url}}));
+    let entry = support::wait_for(&pack, "s", "error", SETTLE).await;
+    assert_eq!(
+        entry["reason"],
+        "the server answered HTTP 500 Internal Server Error"
+    );
+    assert!(server.calls_of("initialize").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_required_is_an_error_the_model_can_read() {
+    let server = Hostile::start(|r: &Request| match r.rpc_method() {
+        "tools/call" => {
+            let kind = r.body["params"]["arguments"]["text"].as_str().unwrap_or("");
+            let result = match kind {
+                "form" => json!({"resultType": "input_required", "inputRequests": {
+                    "q1": {"method": "elicitation/create", "params": {"message": "Your name?"}},
+                    "q2": {"method": "sampling/createMessage", "params": {}},
+                }}),
+                _ => json!({"resultType": "partial", "content": []}),
+            };
+            json_reply(&result_for(r, result))
+        }
+        _ => modern(r),
+    })
+    .await;
+    let pack = ready_pack(&server).await;
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "form"})).await,
+        Err(ToolError::Backend(
+            "the tool needs input this client cannot give: the server answered \
+             input_required, asking for a form for the user (elicitation) and a model \
+             completion (sampling); this Pack declares no client capabilities, so it cannot \
+             answer a form, a sampling request or any other question from a server"
+                .to_owned()
+        ))
+    );
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "other"})).await,
+        Err(ToolError::Transport(
+            "the result's resultType is neither complete nor input_required".to_owned()
+        ))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_call_closes_its_stream_and_sends_no_cancellation() {
+    let server = Hostile::start(|r: &Request| match r.rpc_method() {
+        // The answer's headers and a priming event, then nothing: the call waits.
+        "tools/call" => Script {
+            steps: vec![
+                Step::Write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n: primed\n\n"
+                        .to_vec(),
+                ),
+                Step::AwaitClose,
+            ],
+            keep_alive: false,
+        },
+        _ => modern(r),
+    })
+    .await;
+    let pack = ready_pack(&server).await;
+    let call = support::call(&pack, "s", "echo", json!({"text": "slow"}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), call)
+            .await
+            .is_err(),
+        "the call waits for its answer"
+    );
+    support::wait_until("the server sees the stream closed", SETTLE, async || {
+        server.closed_by_client() == 1
+    })
+    .await;
+    drop(pack);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        methods(&server),
+        ["POST server/discover", "POST tools/list", "POST tools/call"],
+        "no notifications/cancelled, no DELETE"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_with_caching_hints_is_fetched_once_and_not_again_by_the_listing() {
+    let server = Hostile::start(modern).await;
+    let pack = ready_pack(&server).await;
+    for _ in 0..3 {
+        let listing = support::list(&pack, json!({"namespace": "s"})).await;
+        assert_eq!(listing["tools"][0]["name"], "echo");
+    }
+    let _: Value = support::list(&pack, json!({})).await;
+    assert_eq!(server.calls_of("tools/list").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x_mcp_header_parameters_travel_as_mcp_param_headers_and_bad_declarations_drop_the_tool() {
+    let tools = json!({"tools": [
+        {"name": "query", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "limit": {"type": "integer", "x-mcp-header": "Limit"},
+            "text": {"type": "string"},
+        }}},
+        {"name": "bad", "inputSchema": {"type": "object", "properties": {
+            "n": {"type": "number", "x-mcp-header": "N"},
+        }}},
+    ]});
+    let server = Hostile::start(move |r: &Request| match r.rpc_method() {
+        "tools/list" => json_reply(&result_for(
+            r,
+            json!({"resultType": "complete", "tools": tools["tools"]}),
+        )),
+        "tools/call" => json_reply(&result_for(
+            r,
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}),
+        )),
+        _ => modern(r),
+    })
+    .await;
+    let pack = ready_pack(&server).await;
+    let listing = support::list(&pack, json!({"namespace": "s"})).await;
+    assert_eq!(listing["tools"][0]["name"], "query");
+    assert_eq!(listing["rejected"][0]["name"], "bad");
+    for (arguments, region, limit) in [
+        (
+            json!({"region": "us-west1", "limit": 5}),
+            Some("us-west1"),
+            Some("5"),
+        ),
+        (
+            json!({"region": "Hello, 世界\r\nX-Injected: yes"}),
+            Some("=?base64?SGVsbG8sIOS4lueVjA0KWC1JbmplY3RlZDogeWVz?="),
+            None,
+        ),
+        (json!({"text": "no header"}), None, None),
+    ] {
+        assert_eq!(
+            support::call(&pack, "s", "query", arguments).await,
+            Ok("ok".to_owned())
+        );
+        let call = server.calls_of("tools/call").pop().expect("a call");
+        assert_eq!(call.header("mcp-param-region"), region);
+        assert_eq!(call.header("mcp-param-limit"), limit);
+        assert_eq!(call.header("x-injected"), None);
+    }
+}
