@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::hostile::{Hostile, Request, Script, Step, http, mcp};
+use support::hostile::{Hostile, Request, mcp, raw_result_reply};
 
 /// Big pages take a moment to build and parse; this bounds the wait, not the client.
 const SETTLE: Duration = Duration::from_secs(60);
@@ -28,18 +28,7 @@ async fn paging(results: Vec<String>) -> Hostile {
         }
         let page = r.body["params"]["cursor"].as_str().unwrap_or("0");
         let result = &results[page.parse::<usize>().expect("a cursor this server sent")];
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
-            r.body["id"]
-        );
-        let headers = [
-            ("content-type", "application/json"),
-            ("mcp-session-id", "s-1"),
-        ];
-        Script {
-            steps: vec![Step::Write(http("200 OK", &headers, body.as_bytes()))],
-            keep_alive: true,
-        }
+        raw_result_reply(r, result)
     })
     .await
 }

@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::hostile::{Hostile, Request, Script, Step, http, mcp};
+use support::hostile::{Hostile, Request, mcp, raw_result_reply};
 
 /// Peak resident memory of this process in KiB.
 fn peak_rss_kib() -> u64 {
@@ -31,18 +31,7 @@ async fn a_page_padded_with_an_unused_array_is_not_held() {
         if r.rpc_method() != "tools/list" {
             return mcp(r);
         }
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
-            r.body["id"]
-        );
-        let headers = [
-            ("content-type", "application/json"),
-            ("mcp-session-id", "s-1"),
-        ];
-        Script {
-            steps: vec![Step::Write(http("200 OK", &headers, body.as_bytes()))],
-            keep_alive: true,
-        }
+        raw_result_reply(r, &result)
     })
     .await;
     let pack = support::pack(json!({"s": {"url": server.url}}));

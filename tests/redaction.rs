@@ -6,8 +6,7 @@
 
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -16,32 +15,9 @@ use support::canaries::{
 };
 use support::hostile::{self, Hostile, Script};
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("log").extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Every log line of this test binary, at TRACE, from every crate.
-fn logs() -> &'static Captured {
-    static LOGS: OnceLock<Captured> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let captured = Captured::default();
-        let writer = captured.clone();
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .init();
-        captured
-    })
+fn every_line() -> &'static support::logs::Captured {
+    support::logs::capture("trace")
 }
 
 fn secret_entry(url: &str) -> Value {
@@ -77,7 +53,7 @@ async fn everything_said(pack: &Arc<dyn runvil_plugin::Pack>, namespace: &str) -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_output_or_log_line_names_a_secret() {
-    let logs = logs();
+    let logs = every_line();
     // A server that echoes what it is sent, including every header of the request; one of
     // the 2026-07-28 revision that does the same, and one that refuses each call with a
     // 400 whose JSON-RPC error quotes the request's headers (a body read only at 2026-07-28).
@@ -157,7 +133,7 @@ async fn no_output_or_log_line_names_a_secret() {
 
     drop(pack);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let logged = String::from_utf8_lossy(&logs.0.lock().expect("log")).into_owned();
+    let logged = logs.text();
     assert!(
         logged.contains("TRACE") || logged.contains("DEBUG"),
         "logging is on"
@@ -167,7 +143,7 @@ async fn no_output_or_log_line_names_a_secret() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_text_in_log_lines_is_escaped() {
-    let logs = logs();
+    let logs = every_line();
     let forged = "evil\u{1b}[2J\n2026-01-01T00:00:00Z  INFO FORGED LOG LINE";
     let server = Hostile::start(move |r: &hostile::Request| match r.rpc_method() {
         "tools/list" => hostile::json_reply(&hostile::result_for(
@@ -181,7 +157,7 @@ async fn server_text_in_log_lines_is_escaped() {
     .await;
     let pack = support::pack(json!({"logs": {"url": server.url}}));
     support::wait_for(&pack, "logs", "ready", Duration::from_secs(10)).await;
-    let logged = String::from_utf8_lossy(&logs.0.lock().expect("log")).into_owned();
+    let logged = logs.text();
     assert!(logged.contains("tool dropped"), "the rejection is logged");
     assert!(
         logged.contains("evil\\u{1b}[2J\\n"),
@@ -196,7 +172,7 @@ async fn server_text_in_log_lines_is_escaped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_form_the_client_derives_from_a_secret_gets_out() {
-    let logs = logs();
+    let logs = every_line();
     let server = Hostile::start(hostile::echo_everything).await;
     let pack = support::pack(json!({
         "echo": {
@@ -259,7 +235,7 @@ async fn no_form_the_client_derives_from_a_secret_gets_out() {
 
     drop(pack);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let logged = String::from_utf8_lossy(&logs.0.lock().expect("log")).into_owned();
+    let logged = logs.text();
     let answered = logged
         .lines()
         .find(|l| l.contains("could not answer a server request"))

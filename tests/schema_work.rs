@@ -5,8 +5,7 @@
 
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use runvil_plugin::ToolError;
@@ -256,37 +255,10 @@ async fn violation_texts_are_cleaned_and_capped() {
     );
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("log").extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Every debug line of the Pack in this test binary.
-fn logs() -> &'static Captured {
-    static LOGS: OnceLock<Captured> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let captured = Captured::default();
-        let writer = captured.clone();
-        tracing_subscriber::fmt()
-            .with_env_filter("plugin_mcp=debug")
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .init();
-        captured
-    })
-}
-
 #[test]
 fn a_dropped_call_never_starts_its_check() {
-    let logs = logs();
+    // Every debug line of the Pack in this test binary.
+    let logs = support::logs::capture("plugin_mcp=debug");
     // One blocking thread, which the test holds: the call's check can only wait in line.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -314,10 +286,7 @@ fn a_dropped_call_never_starts_its_check() {
         support::wait_until(
             "the dropped call's check to be skipped",
             QUICK,
-            async || {
-                let text = logs.0.lock().expect("log").clone();
-                String::from_utf8_lossy(&text).contains(dropped)
-            },
+            async || logs.text().contains(dropped),
         )
         .await;
         assert!(

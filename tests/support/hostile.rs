@@ -241,7 +241,19 @@ pub fn http(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
 
 /// A 200 JSON answer.
 pub fn json_reply(message: &Value) -> Script {
-    let body = message.to_string();
+    json_text_reply(&message.to_string())
+}
+
+/// A 200 JSON answer to `request` whose result is `result`, JSON text written as it is
+/// (megabytes of it, or a shape a `Value` would not keep).
+pub fn raw_result_reply(request: &Request, result: &str) -> Script {
+    let id = &request.body["id"];
+    json_text_reply(&format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+    ))
+}
+
+fn json_text_reply(body: &str) -> Script {
     Script {
         steps: vec![Step::Write(http(
             "200 OK",

@@ -5,6 +5,7 @@
 
 pub mod canaries;
 pub mod hostile;
+pub mod logs;
 pub mod rmcp_server;
 
 use std::sync::Arc;
