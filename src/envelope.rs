@@ -213,6 +213,24 @@ impl CheckedTool {
     /// Checks a model's arguments against the input schema. A schema that does not compile
     /// checks nothing: the server will judge the arguments itself. Arguments too large to
     /// check within [`MAX_VALIDATION_WORK`] are refused, never sent unchecked.
+    /// `arguments` without its top-level nulls at properties the input schema does not list
+    /// as required; `None` when it has none.
+    pub(crate) fn without_optional_nulls(&self, arguments: &Value) -> Option<Value> {
+        let Value::Object(given) = arguments else {
+            return None;
+        };
+        let required = self.input_schema.get("required").and_then(Value::as_array);
+        let optional_null = |key: &str, value: &Value| {
+            value.is_null() && !required.is_some_and(|r| r.iter().any(|k| k == key))
+        };
+        let kept: Map<String, Value> = given
+            .iter()
+            .filter(|(key, value)| !optional_null(key, value))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        (kept.len() < given.len()).then_some(Value::Object(kept))
+    }
+
     pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
         let Some(validator) = self
             .input_validator

@@ -341,6 +341,12 @@ async fn x_mcp_header_parameters_travel_as_mcp_param_headers_and_bad_declaration
             None,
         ),
         (json!({"text": "no header"}), None, None),
+        // A null for an optional parameter the schema types otherwise is left out.
+        (
+            json!({"region": null, "limit": null, "text": "t"}),
+            None,
+            None,
+        ),
     ] {
         assert_eq!(
             support::call(&pack, "s", "query", arguments).await,
@@ -350,5 +356,7 @@ async fn x_mcp_header_parameters_travel_as_mcp_param_headers_and_bad_declaration
         assert_eq!(call.header("mcp-param-region"), region);
         assert_eq!(call.header("mcp-param-limit"), limit);
         assert_eq!(call.header("x-injected"), None);
+        let sent = &call.body["params"]["arguments"];
+        assert!(sent.get("region").is_none_or(|v| !v.is_null()), "{sent}");
     }
 }

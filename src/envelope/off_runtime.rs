@@ -21,9 +21,15 @@ pub(crate) async fn check_arguments(
     arguments: Value,
 ) -> Result<Value, String> {
     let checked = Arc::clone(tool);
-    let outcome = off_runtime(tool, move || {
-        checked.check_arguments(&arguments)?;
-        Ok(arguments)
+    let outcome = off_runtime(tool, move || match checked.check_arguments(&arguments) {
+        Ok(()) => Ok(arguments),
+        // A model often writes null for an optional parameter it means to leave out. Where
+        // the schema refuses that null and the arguments pass without it, they are sent
+        // without it; anything else keeps the first refusal.
+        Err(refusal) => match checked.without_optional_nulls(&arguments) {
+            Some(trimmed) if checked.check_arguments(&trimmed).is_ok() => Ok(trimmed),
+            _ => Err(refusal),
+        },
     });
     outcome.await.unwrap_or_else(|| {
         Err(format!(

@@ -301,6 +301,26 @@ fn arguments_are_checked_against_the_input_schema() {
 }
 
 #[test]
+fn a_null_for_an_optional_parameter_can_be_left_out_and_a_required_one_cannot() {
+    let set = checked(vec![tool(json!({"inputSchema": {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "flag": {"type": "boolean"}},
+        "required": ["a"],
+    }}))]);
+    let t = &set.tools["t"];
+    assert_eq!(
+        t.without_optional_nulls(&json!({"a": 1, "flag": null})),
+        Some(json!({"a": 1}))
+    );
+    assert_eq!(t.without_optional_nulls(&json!({"a": null})), None);
+    assert_eq!(
+        t.without_optional_nulls(&json!({"a": 1, "flag": true})),
+        None
+    );
+    assert_eq!(t.without_optional_nulls(&json!([null])), None);
+}
+
+#[test]
 fn a_schema_that_does_not_compile_checks_nothing_and_fetches_nothing() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("nonblocking");
