@@ -12,8 +12,8 @@ use reqwest::Client;
 use tokio::runtime::Handle;
 
 use crate::config::ServerSpec;
-use crate::envelope::{ToolSet, clean_text, log_safe};
-use crate::policy::{START_ATTEMPT_DEADLINE, retry_delay};
+use crate::envelope::{ToolSet, clean_text, log_safe, truncate};
+use crate::policy::{MAX_ERROR_CHARS, START_ATTEMPT_DEADLINE, retry_delay};
 use crate::secret::Scrubber;
 use crate::session::{CacheHints, Session, SessionError, SharedSession};
 use crate::transport::{self, Transport, TransportError};
@@ -80,7 +80,8 @@ pub(crate) fn spawn(
         let attempt = || start(&task_runtime, &spec, &client);
         let name = log_safe(&server.name);
         let on_failure = |reason: String| {
-            let reason = scrubber.clean(clean_text(&reason));
+            // A reason may quote what the server sent (a content type, an error text).
+            let reason = truncate(scrubber.clean(clean_text(&reason)), MAX_ERROR_CHARS);
             tracing::warn!(server = %name, reason = %log_safe(&reason), "server did not start");
             server.set(Status::Error(reason));
         };

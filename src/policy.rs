@@ -125,8 +125,9 @@ pub(crate) const MAX_REJECTED_KEPT: usize = 100;
 /// left out, counted, and the answer says so; one tool at its largest always fits.
 pub(crate) const MAX_LISTING_BYTES: usize = 2 * 1024 * 1024;
 
-/// The longest error text of invalid arguments or a transport failure handed to a model; the
-/// rest is cut with a marker. A server's own error is its tool's text and has the room of a
+/// The longest error text of invalid arguments or a transport failure handed to a model, and
+/// of a server's `error` status reason (which may quote what the server sent); the rest is
+/// cut with a marker. A server's own error is its tool's text and has the room of a
 /// result.
 pub(crate) const MAX_ERROR_CHARS: usize = 64 * 1024;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::hostile::{Hostile, Request, mcp, raw_result_reply};
+use support::hostile::{Hostile, Request, Script, http, mcp, raw_result_reply};
 
 /// Big pages take a moment to build and parse; this bounds the wait, not the client.
 const SETTLE: Duration = Duration::from_secs(60);
@@ -211,4 +211,21 @@ async fn an_error_text_may_reach_its_cap_and_is_cut_past_it() {
         error.message(),
         format!("s has no tool \"{past_cap}\"; its tools are: ech\n[... 1 characters cut]")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_failure_s_reason_is_cut_at_the_error_cap() {
+    // A content type as long as HTTP lets a server send: quoted in the reason, which is
+    // shown in the listing and logged.
+    let kind = format!("text/{}", "x".repeat(MAX_ERROR_CHARS));
+    let server = Hostile::start(move |_: &Request| {
+        Script::raw(http("200 OK", &[("content-type", &kind)], b"{}"))
+    })
+    .await;
+    let pack = support::pack(json!({"s": {"url": server.url}}));
+    let entry = support::wait_for(&pack, "s", "error", SETTLE).await;
+    let reason = entry["reason"].as_str().expect("a reason");
+    let (kept, note) = reason.rsplit_once("\n[... ").expect("cut with a note");
+    assert_eq!(kept.chars().count(), MAX_ERROR_CHARS);
+    assert!(note.ends_with(" characters cut]"), "{note}");
 }
