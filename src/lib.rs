@@ -18,7 +18,11 @@
 //!   read into one typed enum.
 //! - `session`: the era a server speaks (2026-07-28 without a handshake, else the
 //!   `initialize` handshake of 2025-11-25), paging, cancellation, session restarts.
-//! - `envelope`: the only way from server data to text a model reads.
+//! - `envelope`: the only way from server data to text a model reads: `catalog` reads
+//!   `tools/list` pages into typed tools, `expansion` bounds schema work, `param_headers`
+//!   checks and encodes `x-mcp-header` parameters, `chars` decides which characters show,
+//!   `off_runtime` runs the checks on the blocking pool.
+//! - `listing`: the JSON `get_dynamic_tools` answers, within its cap.
 //! - `tools`: the Pack and its two tools.
 
 #![forbid(unsafe_code)]
