@@ -1,0 +1,118 @@
+//! The Python SDK's dual-era server (`tests/peers/python_sdk_server.py`) in a child process.
+//!
+//! On first use its packages are installed with pip, at the versions
+//! `tests/peers/requirements.txt` pins, into a virtual environment under the git-ignored
+//! `.tools/python-sdk`, so `cargo test` needs nothing set up beyond Python 3 and a reachable
+//! PyPI. Only this test binary uses it, so a process-wide `OnceLock` keeps two tests from
+//! installing at once, and a copy of the requirements beside the environment says it is
+//! complete. The server picks its own port and is killed when dropped.
+
+// The crate's lint rules forbid starting a process because the library must never do it; a
+// test starting the peer it talks to is outside that rule.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, OnceLock};
+use std::time::Duration;
+
+/// How long the server may take to print its port (Python's imports included).
+const LISTEN_WITHIN: Duration = Duration::from_secs(60);
+
+/// A running server; dropping it kills the process.
+pub struct PythonServer {
+    child: Child,
+    /// Its MCP endpoint, `http://127.0.0.1:<port>/mcp`.
+    pub url: String,
+}
+
+impl PythonServer {
+    /// Installs the packages if needed and starts the server.
+    pub async fn start() -> PythonServer {
+        static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+        tokio::task::spawn_blocking(|| start(PYTHON.get_or_init(install)))
+        .await
+        .expect("the start task")
+    }
+}
+
+impl Drop for PythonServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn peers() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
+}
+
+/// The environment's interpreter, once every pinned package is in it.
+fn install() -> PathBuf {
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools");
+    let dir = tools.join("python-sdk");
+    fs::create_dir_all(&tools).expect("create .tools");
+    let wanted = fs::read_to_string(peers().join("requirements.txt")).expect("requirements.txt");
+    let done = dir.join("installed-requirements.txt");
+    let python = dir.join("bin/python");
+    if fs::read_to_string(&done).ok().as_deref() == Some(wanted.as_str()) {
+        return python;
+    }
+    let _ = fs::remove_dir_all(&dir);
+    run(Command::new("python3").arg("-m").arg("venv").arg(&dir));
+    run(Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .arg("--requirement")
+        .arg(peers().join("requirements.txt")));
+    fs::write(&done, wanted).expect("record the installed requirements");
+    python
+}
+
+fn run(command: &mut Command) {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed ({}); the Python SDK server needs Python 3 and PyPI:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn start(python: &Path) -> PythonServer {
+    let mut child = Command::new(python)
+        .arg(peers().join("python_sdk_server.py"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the Python SDK server");
+    let stdout = child.stdout.take().expect("its stdout");
+    // The first line names the port; read on a thread so a silent server cannot hang the test.
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = sender.send(line);
+    });
+    let line = receiver.recv_timeout(LISTEN_WITHIN).unwrap_or_default();
+    let port = line
+        .strip_prefix("listening ")
+        .and_then(|port| port.trim().parse::<u16>().ok());
+    let mut server = PythonServer {
+        child,
+        url: String::new(),
+    };
+    let port = port.unwrap_or_else(|| panic!("the Python SDK server did not start: {line:?}"));
+    server.url = format!("http://127.0.0.1:{port}/mcp");
+    server
+}
