@@ -153,6 +153,14 @@ pub(crate) const MAX_SCHEMA_EXPANDED_DEPTH: usize = 128;
 /// are not sent, or the result is not shown, and the error says why.
 pub(crate) const MAX_VALIDATION_WORK: u64 = 1 << 25;
 
+/// The most work a call's check may do on a runtime worker rather than on the blocking pool:
+/// the values of the JSON times the schema's expansion, plus the bytes of its strings and keys
+/// (patterns read them, and a result's text is cleaned byte by byte). Handing a check to the
+/// pool and back costs two thread wake-ups, more than the whole check of a typical call; at
+/// this size a check holds a worker for tens of microseconds at most, no longer than a
+/// scheduler tick. Anything larger still goes to the pool.
+pub(crate) const MAX_INLINE_CHECK_WORK: u64 = 1 << 14;
+
 /// The longest schema violation (a path and a message) in an error; the rest is cut with a
 /// marker. Server data in either (a key, a pattern) passes the same cleaning as results.
 pub(crate) const MAX_VIOLATION_CHARS: usize = 1024;
@@ -314,6 +322,7 @@ fn table() -> Vec<(&'static str, String)> {
             MAX_SCHEMA_EXPANDED_DEPTH.to_string(),
         ),
         ("MAX_VALIDATION_WORK", MAX_VALIDATION_WORK.to_string()),
+        ("MAX_INLINE_CHECK_WORK", MAX_INLINE_CHECK_WORK.to_string()),
         ("MAX_VIOLATION_CHARS", MAX_VIOLATION_CHARS.to_string()),
         ("REDACTION_MARKER", REDACTION_MARKER.to_owned()),
         (

@@ -1,12 +1,15 @@
-//! The checks of a call, run where they cannot stall the runtime: on tokio's blocking pool.
+//! The checks of a call, run where they cannot stall the runtime.
 //!
 //! Checking arguments or a result against a server's schema is CPU work bounded by
 //! [`MAX_VALIDATION_WORK`](crate::policy::MAX_VALIDATION_WORK), and converting a result
 //! cleans up to [`MAX_RESPONSE_BYTES`](crate::policy::MAX_RESPONSE_BYTES) of text. On a
-//! runtime worker either would hold up every other call of the Host, so each runs on the
-//! blocking pool while the call awaits it, inside the call's deadline. A call dropped (or
+//! runtime worker either would hold up every other call of the Host, so a large check runs on
+//! the blocking pool while the call awaits it, inside the call's deadline. A call dropped (or
 //! past its deadline) before its check starts never starts it; one already running ends
 //! within its bounded work and its outcome is thrown away.
+//!
+//! A small check (at most [`MAX_INLINE_CHECK_WORK`], with its schema already compiled) runs
+//! where the call is: the hand-off to the pool and back would cost more than the check.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,22 +17,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::Value;
 
 use super::{CheckedTool, Outcome, Untrusted, convert_now, log_safe};
+use crate::policy::MAX_INLINE_CHECK_WORK;
 
 /// Checks a model's arguments against `tool`'s input schema, and gives them back to be sent.
 pub(crate) async fn check_arguments(
     tool: &Arc<CheckedTool>,
     arguments: Value,
 ) -> Result<Value, String> {
+    let small = tool.input_validator.get().is_some() && is_small(&arguments, tool.input_expansion);
     let checked = Arc::clone(tool);
-    let outcome = off_runtime(tool, move || match checked.check_arguments(&arguments) {
-        Ok(()) => Ok(arguments),
-        // A model often writes null for an optional parameter it means to leave out. Where
-        // the schema refuses that null and the arguments pass without it, they are sent
-        // without it; anything else keeps the first refusal.
-        Err(refusal) => match checked.without_optional_nulls(&arguments) {
-            Some(trimmed) if checked.check_arguments(&trimmed).is_ok() => Ok(trimmed),
-            _ => Err(refusal),
-        },
+    let outcome = run(tool, small, move || {
+        match checked.check_arguments(&arguments) {
+            Ok(()) => Ok(arguments),
+            // A model often writes null for an optional parameter it means to leave out. Where
+            // the schema refuses that null and the arguments pass without it, they are sent
+            // without it; anything else keeps the first refusal.
+            Err(refusal) => match checked.without_optional_nulls(&arguments) {
+                Some(trimmed) if checked.check_arguments(&trimmed).is_ok() => Ok(trimmed),
+                _ => Err(refusal),
+            },
+        }
     });
     outcome.await.unwrap_or_else(|| {
         Err(format!(
@@ -41,8 +48,10 @@ pub(crate) async fn check_arguments(
 
 /// Converts a `tools/call` result of `tool` for a model, its `structuredContent` checked.
 pub(crate) async fn convert_result(result: Untrusted<Value>, tool: &Arc<CheckedTool>) -> Outcome {
+    let compiled = tool.output_schema.is_none() || tool.output_validator.get().is_some();
+    let small = compiled && is_small(result.peek(), tool.output_expansion);
     let checked = Arc::clone(tool);
-    let outcome = off_runtime(tool, move || convert_now(result, &checked));
+    let outcome = run(tool, small, move || convert_now(result, &checked));
     outcome.await.unwrap_or_else(|| {
         Outcome::ToolFailed(
             "the result could not be checked against the tool's outputSchema; it is not shown"
@@ -51,11 +60,43 @@ pub(crate) async fn convert_result(result: Untrusted<Value>, tool: &Arc<CheckedT
     })
 }
 
-/// Runs `work` on the blocking pool; `None` when it failed (a bug of the validator).
-async fn off_runtime<T: Send + 'static>(
+/// Whether checking `instance` against a schema of `expansion` nodes is at most
+/// [`MAX_INLINE_CHECK_WORK`]: each value costs the expansion, each byte of a string or key
+/// one. Counted without recursion, and only until the limit is passed.
+pub(super) fn is_small(instance: &Value, expansion: u64) -> bool {
+    let per_value = expansion.max(1);
+    let mut work: u64 = 0;
+    let mut pending = vec![instance];
+    while let Some(value) = pending.pop() {
+        work = work.saturating_add(per_value);
+        match value {
+            Value::String(text) => work = work.saturating_add(text.len() as u64),
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => {
+                for (key, value) in map {
+                    work = work.saturating_add(key.len() as u64);
+                    pending.push(value);
+                }
+            }
+            _ => {}
+        }
+        if work > MAX_INLINE_CHECK_WORK {
+            return false;
+        }
+    }
+    true
+}
+
+/// Runs `work` in place if it is `small`, else on the blocking pool; `None` when it failed (a
+/// bug of the validator).
+async fn run<T: Send + 'static>(
     tool: &CheckedTool,
+    small: bool,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Option<T> {
+    if small {
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).ok();
+    }
     let dropped = Arc::new(AtomicBool::new(false));
     let _stop = StopOnDrop(Arc::clone(&dropped));
     let name = log_safe(&tool.name);

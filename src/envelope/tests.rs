@@ -429,6 +429,24 @@ fn the_work_budget_holds_at_the_limit_and_refuses_one_past() {
 }
 
 #[test]
+fn a_check_runs_in_place_up_to_the_inline_limit_and_on_the_pool_past_it() {
+    use crate::policy::MAX_INLINE_CHECK_WORK;
+    use off_runtime::is_small;
+    // A value costs the expansion, a string's bytes one each.
+    let text = |len: u64| Value::String("x".repeat(usize::try_from(len).expect("len")));
+    assert!(is_small(&text(MAX_INLINE_CHECK_WORK - 1), 1));
+    assert!(!is_small(&text(MAX_INLINE_CHECK_WORK), 1));
+    let nulls = |n: usize| Value::Array(vec![Value::Null; n]);
+    let expansion = MAX_INLINE_CHECK_WORK / 16;
+    assert!(is_small(&nulls(15), expansion));
+    assert!(!is_small(&nulls(16), expansion));
+    // Keys are read too.
+    let key = "k".repeat(usize::try_from(MAX_INLINE_CHECK_WORK - 2).expect("len"));
+    assert!(is_small(&json!({ key.clone(): null }), 1));
+    assert!(!is_small(&json!({ key + "k": null }), 1));
+}
+
+#[test]
 fn a_violation_is_cleaned_and_cut_at_its_cap() {
     assert_eq!(violation("", "m"), "/: m");
     assert_eq!(

@@ -15,7 +15,7 @@ use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, OnceLock};
+use std::sync::{OnceLock, mpsc};
 use std::time::Duration;
 
 /// How long the server may take to print its port (Python's imports included).
@@ -33,8 +33,8 @@ impl PythonServer {
     pub async fn start() -> PythonServer {
         static PYTHON: OnceLock<PathBuf> = OnceLock::new();
         tokio::task::spawn_blocking(|| start(PYTHON.get_or_init(install)))
-        .await
-        .expect("the start task")
+            .await
+            .expect("the start task")
     }
 }
 

@@ -22,8 +22,10 @@ use serde_json::{Value, json};
 pub(crate) const NAMESPACE: &str = "bench";
 /// How long a freshly built Pack may take to reach `ready`.
 const READY_WITHIN: Duration = Duration::from_secs(30);
-/// The protocol version the raw client speaks (the Pack's).
-const PROTOCOL_VERSION: &str = "2025-11-25";
+/// The protocol version the raw clients speak to a server of the session-based revisions.
+const LEGACY_VERSION: &str = "2025-11-25";
+/// The one they speak to a server that serves 2026-07-28.
+const MODERN_VERSION: &str = "2026-07-28";
 
 /// Which client, in the order a round measures them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -102,11 +104,12 @@ pub(crate) enum Client {
 }
 
 impl Client {
-    /// Connects a client of `kind` to `url`: the handshake is done when this returns.
-    pub(crate) async fn connect(kind: Kind, url: &str) -> Result<Client, String> {
+    /// Connects a client of `kind` to `url`, whose server serves 2026-07-28 if `modern`: the
+    /// client's start (handshake or discovery) is done when this returns.
+    pub(crate) async fn connect(kind: Kind, url: &str, modern: bool) -> Result<Client, String> {
         match kind {
-            Kind::Raw => Ok(Client::Raw(Raw::connect(url, true).await?)),
-            Kind::RawNoPool => Ok(Client::Raw(Raw::connect(url, false).await?)),
+            Kind::Raw => Ok(Client::Raw(Raw::connect(url, true, modern).await?)),
+            Kind::RawNoPool => Ok(Client::Raw(Raw::connect(url, false, modern).await?)),
             Kind::Pack => Ok(Client::Pack(ready_pack(url).await?)),
             Kind::Rmcp => {
                 let transport = StreamableHttpClientTransport::from_uri(url);
@@ -176,12 +179,14 @@ pub(crate) struct Raw {
     url: String,
     headers: HeaderMap,
     next_id: AtomicU64,
+    /// 2026-07-28 (self-contained requests) rather than 2025-11-25 (a session).
+    modern: bool,
 }
 
 impl Raw {
-    /// Builds the reqwest client (pooled or not) and does the handshake.
-    async fn connect(url: &str, pooled: bool) -> Result<Raw, String> {
-        Raw::handshake(Raw::http_client(pooled)?, url).await
+    /// Builds the reqwest client (pooled or not) and starts as [`Raw::start`] does.
+    async fn connect(url: &str, pooled: bool, modern: bool) -> Result<Raw, String> {
+        Raw::start(Raw::http_client(pooled)?, url, modern).await
     }
 
     /// The raw client's reqwest client; building it reads the trust store, as the Pack's does.
@@ -195,8 +200,14 @@ impl Raw {
             .map_err(|error| format!("cannot build the raw client: {error}"))
     }
 
-    /// `initialize` and `notifications/initialized`, by hand, with `client`.
-    pub(crate) async fn handshake(client: reqwest::Client, url: &str) -> Result<Raw, String> {
+    /// What a client does before its first call, by hand, with `client`: `server/discover`
+    /// at 2026-07-28 (the Pack's first request too); before it, `initialize` and
+    /// `notifications/initialized`.
+    pub(crate) async fn start(
+        client: reqwest::Client,
+        url: &str,
+        modern: bool,
+    ) -> Result<Raw, String> {
         let mut headers = HeaderMap::new();
         headers.insert(
             ACCEPT,
@@ -208,16 +219,28 @@ impl Raw {
             url: url.to_owned(),
             headers,
             next_id: AtomicU64::new(1),
+            modern,
         };
+        if modern {
+            raw.headers.insert(
+                "mcp-protocol-version",
+                HeaderValue::from_static(MODERN_VERSION),
+            );
+            let answer = raw.request("server/discover", None, json!({})).await?;
+            return match answer.pointer("/result/supportedVersions") {
+                Some(_) => Ok(raw),
+                None => Err(format!("server/discover failed: {answer}")),
+            };
+        }
         let initialize = json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {
-                "protocolVersion": PROTOCOL_VERSION,
+                "protocolVersion": LEGACY_VERSION,
                 "capabilities": {},
                 "clientInfo": {"name": "bench-raw", "version": "0"},
             },
         });
-        let response = raw.post(&initialize).await?;
+        let response = raw.post(raw.headers.clone(), &initialize).await?;
         let session = response.headers().get("mcp-session-id").cloned();
         let answer = read_answer(response, 0).await?;
         if answer.get("result").is_none() {
@@ -228,10 +251,10 @@ impl Raw {
         }
         raw.headers.insert(
             "mcp-protocol-version",
-            HeaderValue::from_static(PROTOCOL_VERSION),
+            HeaderValue::from_static(LEGACY_VERSION),
         );
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let response = raw.post(&initialized).await?;
+        let response = raw.post(raw.headers.clone(), &initialized).await?;
         response
             .bytes()
             .await
@@ -241,9 +264,7 @@ impl Raw {
 
     /// `tools/list` (one page), the last step of a client's start; the number of tools.
     pub(crate) async fn list_tools(&self) -> Result<usize, String> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}});
-        let answer = read_answer(self.post(&request).await?, id).await?;
+        let answer = self.request("tools/list", None, json!({})).await?;
         answer
             .pointer("/result/tools")
             .and_then(Value::as_array)
@@ -252,8 +273,11 @@ impl Raw {
     }
 
     /// Ends the session with DELETE, as the Pack does when it is dropped, so the server does
-    /// not pile up the sessions of the rounds.
+    /// not pile up the sessions of the rounds (2026-07-28 has none to end).
     pub(crate) async fn close(&self) {
+        if self.modern {
+            return;
+        }
         let _ = self
             .client
             .delete(&self.url)
@@ -262,12 +286,37 @@ impl Raw {
             .await;
     }
 
-    async fn post(&self, message: &Value) -> Result<reqwest::Response, String> {
+    /// One request and its answer. At 2026-07-28 the request carries what the revision
+    /// requires of every request: `_meta` in its params, `Mcp-Method` and `Mcp-Name`.
+    async fn request(
+        &self,
+        method: &'static str,
+        name: Option<&'static str>,
+        mut params: Value,
+    ) -> Result<Value, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut headers = self.headers.clone();
+        if self.modern {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "bench-raw", "version": "0"},
+            });
+            headers.insert("mcp-method", HeaderValue::from_static(method));
+            if let Some(name) = name {
+                headers.insert("mcp-name", HeaderValue::from_static(name));
+            }
+        }
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        read_answer(self.post(headers, &request).await?, id).await
+    }
+
+    async fn post(&self, headers: HeaderMap, message: &Value) -> Result<reqwest::Response, String> {
         let body = serde_json::to_vec(message).map_err(|error| error.to_string())?;
         let response = self
             .client
             .post(&self.url)
-            .headers(self.headers.clone())
+            .headers(headers)
             .body(body)
             .send()
             .await
@@ -279,13 +328,8 @@ impl Raw {
     }
 
     async fn call(&self, payload: &Payload) -> Result<usize, String> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = json!({
-            "jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "echo", "arguments": Value::Object(payload.arguments.clone())},
-        });
-        let response = self.post(&request).await?;
-        let answer = read_answer(response, id).await?;
+        let params = json!({"name": "echo", "arguments": Value::Object(payload.arguments.clone())});
+        let answer = self.request("tools/call", Some("echo"), params).await?;
         answer
             .pointer("/result/content/0/text")
             .and_then(Value::as_str)

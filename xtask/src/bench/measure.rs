@@ -166,17 +166,20 @@ pub(crate) async fn time_to_ready(urls: &[String]) -> Result<(Arc<dyn Pack>, Dur
         .map_err(|_| "the readiness poller panicked".to_owned())?
 }
 
-/// The raw client's time to ready over `urls`, the baseline of [`time_to_ready`]: its
-/// reqwest client built (reading the trust store, as the Pack's does), then every server's
-/// handshake and `tools/list` at once on that one client. The clients, to be closed, and
-/// the time.
-pub(crate) async fn raw_time_to_ready(urls: &[String]) -> Result<(Vec<Raw>, Duration), String> {
+/// The raw client's time to ready over `urls` (servers that serve 2026-07-28 if `modern`), the
+/// baseline of [`time_to_ready`]: its reqwest client built (reading the trust store, as the
+/// Pack's does), then every server's start ([`Raw::start`]) and `tools/list` at once on that
+/// one client. The clients, to be closed, and the time.
+pub(crate) async fn raw_time_to_ready(
+    urls: &[String],
+    modern: bool,
+) -> Result<(Vec<Raw>, Duration), String> {
     let started = Instant::now();
     let client = Raw::http_client(true)?;
     let starts = urls.iter().cloned().map(|url| {
         let client = client.clone();
         tokio::spawn(async move {
-            let raw = Raw::handshake(client, &url).await?;
+            let raw = Raw::start(client, &url, modern).await?;
             raw.list_tools().await?;
             Ok::<_, String>(raw)
         })

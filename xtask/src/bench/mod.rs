@@ -32,9 +32,9 @@ const WINDOW: Duration = Duration::from_secs(5);
 const FLEET: usize = 100;
 /// Tools per server for the listing figure.
 const FLEET_TOOLS: usize = 100;
-/// How the fleet's servers are configured. TCP_NODELAY, so time to ready measures the
-/// client's work and not the server's Nagle delays.
-const FLEET_MODE: Mode = Mode::NoDelay;
+/// How the fleet's servers are configured: TCP_NODELAY, so time to ready measures the
+/// client's work and not the server's Nagle delays, and 2026-07-28, the latest revision.
+const FLEET_MODE: Mode = Mode::Modern;
 /// Rounds of the time-to-ready figures (1 server, then 100).
 const READY_ROUNDS: usize = 5;
 /// Rounds of time to ready for the 100 x 100 catalog (the last one is listed).
@@ -60,7 +60,8 @@ enum What {
 /// Chosen so the whole command stays well under 10 minutes on a shared 2-core machine:
 /// everything the goals need is on the TCP_NODELAY server (small and 1 MiB, c=1, 16, 64);
 /// the default server gets the small c=1 figure the stall shows in (a keep-alive client needs
-/// 45 s per round there), and the stateless JSON server the small c=1 figure.
+/// 45 s per round there), the stateless JSON server the small c=1 figure, and the 2026-07-28
+/// server the small figures at c=1, 16 and 64.
 fn plan() -> Vec<(Mode, Vec<(Payload, What)>)> {
     let (small, large) = (Payload::small, Payload::large);
     vec![
@@ -77,11 +78,19 @@ fn plan() -> Vec<(Mode, Vec<(Payload, What)>)> {
             ],
         ),
         (Mode::Json, vec![(small(), What::Latency(2000))]),
+        (
+            Mode::Modern,
+            vec![
+                (small(), What::Latency(2000)),
+                (small(), What::Throughput(16)),
+                (small(), What::Throughput(64)),
+            ],
+        ),
     ]
 }
 
 /// The sections of a run, for `--only` (the default runs them all, in this order).
-const SECTIONS: [&str; 5] = ["startup", "listing", "default", "nodelay", "json"];
+const SECTIONS: [&str; 6] = ["startup", "listing", "default", "nodelay", "json", "modern"];
 
 /// The subcommand's entry point: `bench [--only SECTION,...]`, where a section is one of
 /// [`SECTIONS`] (`--only` is for profiling one part; the table of a partial run is partial).
@@ -219,7 +228,7 @@ async fn startup(bin: &std::path::Path, results: &mut Results) -> Result<(), Str
             (&server.urls[..1], &mut results.raw_ready_1_ms),
             (&server.urls[..], &mut results.raw_ready_100_ms),
         ] {
-            let (raws, time) = measure::raw_time_to_ready(urls).await?;
+            let (raws, time) = measure::raw_time_to_ready(urls, FLEET_MODE.modern()).await?;
             times.push(millis(time));
             for raw in &raws {
                 raw.close().await;
@@ -262,7 +271,7 @@ async fn wire(
     let server = Server::start(bin, mode, 1, 1)?;
     let mut clients = Vec::with_capacity(Kind::ALL.len());
     for kind in Kind::ALL {
-        let client = Client::connect(kind, server.url())
+        let client = Client::connect(kind, server.url(), mode.modern())
             .await
             .map_err(|error| format!("{} on {}: {error}", kind.name(), mode.name()))?;
         clients.push((kind, Arc::new(client)));

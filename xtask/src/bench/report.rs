@@ -33,42 +33,20 @@ impl Figure {
 /// A row of the wire table: the server, the payload, the figure.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct RowKey {
-    pub(crate) mode: ModeKey,
+    pub(crate) mode: Mode,
     /// Sorts the small payload before the large one.
     pub(crate) payload_rank: u8,
     pub(crate) payload: &'static str,
     pub(crate) figure: Figure,
 }
 
-/// [`Mode`] as a sortable key (the order servers are measured in).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct ModeKey(u8);
-
 impl RowKey {
     pub(crate) fn new(mode: Mode, payload: &Payload, figure: Figure) -> RowKey {
         RowKey {
-            mode: ModeKey::of(mode),
+            mode,
             payload_rank: payload.rank,
             payload: payload.name,
             figure,
-        }
-    }
-}
-
-impl ModeKey {
-    pub(crate) fn of(mode: Mode) -> ModeKey {
-        ModeKey(match mode {
-            Mode::Default => 0,
-            Mode::NoDelay => 1,
-            Mode::Json => 2,
-        })
-    }
-
-    fn mode(self) -> Mode {
-        match self.0 {
-            0 => Mode::Default,
-            1 => Mode::NoDelay,
-            _ => Mode::Json,
         }
     }
 }
@@ -153,7 +131,7 @@ impl Results {
         for (key, cells) in &self.wire {
             let mut row = format!(
                 "| {} | {} | {} |",
-                key.mode.mode().name(),
+                key.mode.name(),
                 key.payload,
                 key.figure.label()
             );
@@ -241,7 +219,8 @@ impl Results {
             self.ratio(&RowKey::new(mode, payload, figure), other)
         };
         let nodelay_small = |figure, other| pack_vs(Mode::NoDelay, small, figure, other);
-        let pairs: [(&str, Option<f64>); 10] = [
+        let modern_small = |figure| pack_vs(Mode::Modern, small, figure, Kind::Raw);
+        let pairs: [(&str, Option<f64>); 15] = [
             (
                 "nagle_c1_p50_vs_nopool",
                 pack_vs(Mode::Default, small, Figure::P50, Kind::RawNoPool),
@@ -269,6 +248,20 @@ impl Results {
             (
                 "large_c1_p50_vs_raw",
                 pack_vs(Mode::NoDelay, large, Figure::P50, Kind::Raw),
+            ),
+            ("stateless_c1_p50_vs_raw", modern_small(Figure::P50)),
+            ("cpu_per_call_vs_raw", modern_small(Figure::CpuPerCall(16))),
+            (
+                "stateless_c16_tput_vs_raw",
+                modern_small(Figure::Throughput(16)),
+            ),
+            (
+                "stateless_c64_tput_vs_raw",
+                modern_small(Figure::Throughput(64)),
+            ),
+            (
+                "ready_100_vs_raw",
+                median_ratio(&self.ready_100_ms, &self.raw_ready_100_ms),
             ),
             ("ready_100_vs_1", self.ready_ratio()),
             ("list_100x100_p50_ms", self.list_ms.map(|(p50, _)| p50)),

@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 /// The binary target of `xtask/src/bin/bench_server.rs`.
 const SERVER_BIN: &str = "bench-server";
 
-/// How a server answers, as the table names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a server answers, as the table names it (in the order the table shows them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Mode {
     /// rmcp's defaults under `axum::serve`: Nagle on, sessions, SSE answers.
     Default,
@@ -17,6 +17,8 @@ pub(crate) enum Mode {
     NoDelay,
     /// Stateless, `application/json` answers (Nagle on, as `axum::serve` leaves it).
     Json,
+    /// TCP_NODELAY, and 2026-07-28 served: every client speaks it, stateless.
+    Modern,
 }
 
 impl Mode {
@@ -25,6 +27,7 @@ impl Mode {
             Mode::Default => "default (Nagle, SSE)",
             Mode::NoDelay => "nodelay (SSE)",
             Mode::Json => "stateless JSON",
+            Mode::Modern => "2026-07-28 (nodelay, SSE)",
         }
     }
 
@@ -34,6 +37,7 @@ impl Mode {
             Mode::Default => "default",
             Mode::NoDelay => "nodelay",
             Mode::Json => "json",
+            Mode::Modern => "modern",
         }
     }
 
@@ -42,7 +46,13 @@ impl Mode {
             Mode::Default => &[],
             Mode::NoDelay => &["--nodelay"],
             Mode::Json => &["--json"],
+            Mode::Modern => &["--nodelay", "--modern"],
         }
+    }
+
+    /// Whether the server speaks 2026-07-28, which the raw clients then speak too.
+    pub(crate) fn modern(self) -> bool {
+        self == Mode::Modern
     }
 }
 

@@ -4,13 +4,15 @@
 //! runtime.
 //!
 //! ```text
-//! bench-server [--nodelay] [--json] [--tools N] [--listeners N]
+//! bench-server [--nodelay] [--json] [--modern] [--tools N] [--listeners N]
 //! ```
 //!
-//! - no flag: rmcp's defaults, as `axum::serve` leaves them: Nagle on, sessions, SSE answers;
+//! - no flag: rmcp's defaults, as `axum::serve` leaves them: Nagle on, sessions, SSE answers,
+//!   and only the session-based revisions (up to 2025-11-25), so every client speaks those;
 //! - `--nodelay`: TCP_NODELAY on every accepted socket (`ListenerExt::tap_io`);
 //! - `--json`: stateless, `application/json` answers (`legacy_session_mode(false)` +
 //!   `json_response(true)`);
+//! - `--modern`: 2026-07-28 served as well, which rmcp serves without a session;
 //! - `--tools N`: `echo` and N - 1 more tools (`tool_001`, ...), for listing benchmarks;
 //! - `--listeners N`: N independent servers (one port and one session manager each) in this
 //!   one process, standing for N remote servers.
@@ -21,6 +23,7 @@
 // The ports on stdout are the process's answer to the benchmark that started it.
 #![allow(clippy::print_stdout)]
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -28,7 +31,8 @@ use std::sync::Arc;
 use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -41,6 +45,7 @@ use serde_json::{Value, json};
 struct Options {
     nodelay: bool,
     json: bool,
+    modern: bool,
     tools: usize,
     listeners: usize,
 }
@@ -49,6 +54,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
         nodelay: false,
         json: false,
+        modern: false,
         tools: 1,
         listeners: 1,
     };
@@ -63,6 +69,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         match arg.as_str() {
             "--nodelay" => options.nodelay = true,
             "--json" => options.json = true,
+            "--modern" => options.modern = true,
             "--tools" => options.tools = count("--tools")?,
             "--listeners" => options.listeners = count("--listeners")?,
             other => return Err(format!("unknown argument {other}")),
@@ -77,7 +84,9 @@ fn main() -> ExitCode {
         Ok(options) => options,
         Err(error) => {
             eprintln!("bench-server: {error}");
-            eprintln!("usage: bench-server [--nodelay] [--json] [--tools N] [--listeners N]");
+            eprintln!(
+                "usage: bench-server [--nodelay] [--json] [--modern] [--tools N] [--listeners N]"
+            );
             return ExitCode::from(2);
         }
     };
@@ -118,6 +127,7 @@ async fn serve(options: Options) -> Result<(), String> {
         };
         let handler = Echo {
             tools: Arc::clone(&tools),
+            modern: options.modern,
         };
         let service = StreamableHttpService::new(
             move || Ok(handler.clone()),
@@ -192,11 +202,21 @@ fn object(value: Value) -> Arc<JsonObject> {
 #[derive(Clone)]
 struct Echo {
     tools: Arc<Vec<Tool>>,
+    /// Whether 2026-07-28 is served beside the session-based revisions.
+    modern: bool,
 }
 
 impl ServerHandler for Echo {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.modern {
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        } else {
+            Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        }
     }
 
     async fn list_tools(
