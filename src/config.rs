@@ -46,6 +46,17 @@ pub(crate) struct ServerSpec {
     /// Every value to scrub from output: the URL and the forms it takes on the wire, header
     /// values, expanded variables.
     pub(crate) secrets: Vec<Secret>,
+    /// The OAuth client the user registered for this server (`oauth.clientId` and
+    /// `oauth.clientSecret`, as VS Code names them), if any.
+    pub(crate) oauth: Option<Preregistered>,
+}
+
+/// An OAuth client the user registered with the server's authorization server and
+/// configured in the entry.
+#[derive(Debug, Clone)]
+pub(crate) struct Preregistered {
+    pub(crate) id: String,
+    pub(crate) secret: Option<Secret>,
 }
 
 /// One entry of the configuration, parsed.
@@ -112,11 +123,41 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
         Some(Value::Object(headers)) => parse_headers(headers, env, &mut secrets)?,
         Some(_) => return Err(Refusal::HeadersNotAnObject),
     };
+    let oauth = match entry.get("oauth") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(oauth)) => parse_oauth(oauth, env, &mut secrets)?,
+        Some(_) => return Err(Refusal::OAuthNotAnObject),
+    };
     Ok(ServerSpec {
         url,
         headers,
         secrets,
+        oauth,
     })
+}
+
+/// `oauth`: a client id, and its secret for a confidential client. Both may use variables;
+/// the secret and any expanded value are scrubbed like header values.
+fn parse_oauth(
+    oauth: &Map<String, Value>,
+    env: &dyn Environment,
+    secrets: &mut Vec<Secret>,
+) -> Result<Option<Preregistered>, Refusal> {
+    let secret = oauth
+        .get("clientSecret")
+        .filter(|value| !value.is_null())
+        .map(|value| expand_string(value, "oauth.clientSecret", env, secrets))
+        .transpose()?;
+    let id = match oauth.get("clientId").filter(|value| !value.is_null()) {
+        Some(value) => expand_string(value, "oauth.clientId", env, secrets)?,
+        None if secret.is_some() => return Err(Refusal::OAuthSecretWithoutId),
+        None => return Ok(None),
+    };
+    secrets.extend(secret.iter().cloned());
+    Ok(Some(Preregistered {
+        id: id.expose().to_owned(),
+        secret,
+    }))
 }
 
 /// The forms of the URL the client sends, which are not the text configured: its

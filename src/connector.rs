@@ -8,9 +8,10 @@
 use std::future::Future;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use reqwest::Client;
+use reqwest::{Client, Url};
 use tokio::runtime::Handle;
 
+use crate::auth::{Authorization, HostAuth};
 use crate::config::ServerSpec;
 use crate::envelope::{ToolSet, clean_text, log_safe, truncate};
 use crate::policy::{MAX_ERROR_CHARS, START_ATTEMPT_DEADLINE, retry_delay};
@@ -74,10 +75,26 @@ pub(crate) fn spawn(
     spec: ServerSpec,
     client: SharedClient,
     scrubber: Arc<Scrubber>,
+    host: HostAuth,
 ) -> tokio::task::JoinHandle<()> {
     let task_runtime = runtime.clone();
     runtime.spawn(async move {
-        let attempt = || start(&task_runtime, &spec, &client);
+        // Kept across attempts: what the server's scrubber learns (tokens) and the tokens.
+        let own = Arc::new(Scrubber::new(spec.secrets.iter().cloned()));
+        let Ok(url) = Url::parse(spec.url.expose()) else {
+            server.set(Status::Error(TransportError::InvalidUrl.to_string()));
+            return;
+        };
+        let scrubbers = vec![Arc::clone(&own), Arc::clone(&scrubber)];
+        let auth = Authorization::new(
+            server.name.clone(),
+            url,
+            host,
+            spec.oauth.clone(),
+            scrubbers,
+        );
+        let (own, auth) = (own, Arc::new(auth));
+        let attempt = || start(&task_runtime, &spec, &client, &own, &auth);
         let name = log_safe(&server.name);
         let on_failure = |reason: String| {
             // A reason may quote what the server sent (a content type, an error text).
@@ -112,12 +129,15 @@ async fn start(
     runtime: &Handle,
     spec: &ServerSpec,
     client: &SharedClient,
+    scrubber: &Arc<Scrubber>,
+    auth: &Arc<Authorization>,
 ) -> Result<Ready, String> {
     let client = client
         .get_or_init(transport::http_client)
         .clone()
         .map_err(|e| e.to_string())?;
-    let transport = Transport::new(client, spec).map_err(|e| e.to_string())?;
+    let transport = Transport::new(client, spec, Arc::clone(scrubber), Arc::clone(auth))
+        .map_err(|e| e.to_string())?;
     let session = Session::connect(transport, runtime.clone())
         .await
         .map_err(SessionError::into_text)?;

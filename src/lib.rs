@@ -29,6 +29,7 @@
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
+mod auth;
 mod config;
 mod connector;
 mod envelope;
@@ -46,6 +47,7 @@ use std::sync::Arc;
 use runvil_plugin::{Construct, Pack, PackFactory, Packs, TOKIO_RUNTIME, Unavailable};
 use serde_json::Value;
 
+use crate::auth::HostAuth;
 use crate::config::{Entry, ProcessEnvironment};
 use crate::connector::{Server, SharedClient, Status};
 use crate::secret::Scrubber;
@@ -82,6 +84,7 @@ impl PackFactory for Factory {
             },
         )));
         let client = SharedClient::default();
+        let host = HostAuth::from_services(cx.services);
         let mut servers = Vec::with_capacity(entries.len());
         let mut tasks = Vec::new();
         for (name, entry) in entries {
@@ -101,6 +104,7 @@ impl PackFactory for Factory {
                         spec,
                         Arc::clone(&client),
                         Arc::clone(&scrubber),
+                        host.clone(),
                     );
                     tasks.push(task);
                     servers.push(server);

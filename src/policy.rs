@@ -56,6 +56,24 @@ pub(crate) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// page sent as one event has the same room as a JSON body.
 pub(crate) const MAX_SSE_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
+/// The largest answer read from an authorization server or a protected resource's metadata
+/// (metadata, registration, tokens, errors). Such documents are a few kilobytes; past this the
+/// authorization fails and nothing more is buffered.
+pub(crate) const MAX_OAUTH_RESPONSE_BYTES: usize = 64 * 1024;
+
+/// One request to an authorization server or for metadata, its body read included. These
+/// servers answer at once; a slow one must not hold a start attempt for long.
+pub(crate) const OAUTH_REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Authorizations one request to an MCP server may set off (a first one, then step-ups for
+/// more scopes) before it fails: the specification asks clients to stop after a few, so a
+/// server that never accepts a token cannot send the user to log in again and again.
+pub(crate) const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 3;
+
+/// The most bytes of `WWW-Authenticate` values read from one answer; the parameters a client
+/// uses (`resource_metadata`, `scope`, `error`) fit many times over.
+pub(crate) const MAX_CHALLENGE_BYTES: usize = 8 * 1024;
+
 /// The wait before resuming an SSE stream whose server sent no `retry` field.
 pub(crate) const SSE_DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
@@ -202,6 +220,10 @@ pub(crate) enum Refusal {
     InvalidHeaderName { name: String },
     /// A header value HTTP cannot carry (the value is never shown).
     InvalidHeaderValue { name: String },
+    /// `oauth` is not an object.
+    OAuthNotAnObject,
+    /// `oauth.clientSecret` without the client it belongs to.
+    OAuthSecretWithoutId,
 }
 
 impl fmt::Display for Refusal {
@@ -235,6 +257,10 @@ impl fmt::Display for Refusal {
             }
             Self::InvalidHeaderValue { name } => {
                 write!(f, "the value of header {name} cannot be sent over HTTP")
+            }
+            Self::OAuthNotAnObject => f.write_str("oauth is not an object"),
+            Self::OAuthSecretWithoutId => {
+                f.write_str("oauth.clientSecret is set but oauth.clientId is not")
             }
         }
     }
@@ -290,6 +316,16 @@ fn table() -> Vec<(&'static str, String)> {
         ("FAREWELL_TIMEOUT", secs(FAREWELL_TIMEOUT)),
         ("MAX_RESPONSE_BYTES", MAX_RESPONSE_BYTES.to_string()),
         ("MAX_SSE_EVENT_BYTES", MAX_SSE_EVENT_BYTES.to_string()),
+        (
+            "MAX_OAUTH_RESPONSE_BYTES",
+            MAX_OAUTH_RESPONSE_BYTES.to_string(),
+        ),
+        ("OAUTH_REQUEST_DEADLINE", secs(OAUTH_REQUEST_DEADLINE)),
+        (
+            "MAX_AUTHORIZATIONS_PER_REQUEST",
+            MAX_AUTHORIZATIONS_PER_REQUEST.to_string(),
+        ),
+        ("MAX_CHALLENGE_BYTES", MAX_CHALLENGE_BYTES.to_string()),
         ("SSE_DEFAULT_RETRY", ms(SSE_DEFAULT_RETRY)),
         ("SSE_MIN_RETRY", ms(SSE_MIN_RETRY)),
         ("SSE_MAX_RETRY", ms(SSE_MAX_RETRY)),
@@ -373,6 +409,14 @@ fn table() -> Vec<(&'static str, String)> {
             template(Refusal::InvalidHeaderValue {
                 name: "{name}".to_owned(),
             }),
+        ),
+        (
+            "Refusal::OAuthNotAnObject",
+            template(Refusal::OAuthNotAnObject),
+        ),
+        (
+            "Refusal::OAuthSecretWithoutId",
+            template(Refusal::OAuthSecretWithoutId),
         ),
     ]
 }

@@ -22,6 +22,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
+use std::sync::{PoisonError, RwLock};
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Url;
@@ -58,21 +59,31 @@ impl fmt::Debug for Secret {
 }
 
 /// Replaces every configured secret, in every form it can take, with the redaction marker.
-#[derive(Clone, Default)]
+///
+/// It learns secrets the Pack obtains while it runs (tokens, registered client secrets) with
+/// [`Scrubber::learn`], so they are scrubbed from then on like configured ones.
+#[derive(Default)]
 pub(crate) struct Scrubber {
     /// Every form of every secret, ASCII-lowercased, without duplicates.
-    forms: Vec<Secret>,
+    forms: RwLock<Vec<Secret>>,
 }
 
 impl fmt::Debug for Scrubber {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Scrubber({} forms)", self.forms.len())
+        write!(f, "Scrubber({} forms)", self.forms().len())
     }
 }
 
 impl Scrubber {
     pub(crate) fn new(secrets: impl IntoIterator<Item = Secret>) -> Self {
-        let mut forms: Vec<Secret> = secrets
+        let scrubber = Self::default();
+        scrubber.learn(secrets);
+        scrubber
+    }
+
+    /// Scrubs `secrets` too, in every form, from now on.
+    pub(crate) fn learn(&self, secrets: impl IntoIterator<Item = Secret>) {
+        let new = secrets
             .into_iter()
             .filter(|s| s.expose().chars().count() >= MIN_SCRUBBED_SECRET_CHARS)
             .flat_map(|s| forms(s.expose()))
@@ -80,17 +91,22 @@ impl Scrubber {
             .map(|mut form| {
                 form.make_ascii_lowercase(); // in place: no copy left unwiped
                 Secret::new(form)
-            })
-            .collect();
+            });
+        let mut forms = self.forms.write().unwrap_or_else(PoisonError::into_inner);
+        forms.extend(new);
         forms.sort_by(|a, b| a.expose().cmp(b.expose()));
         forms.dedup_by(|a, b| a.expose() == b.expose());
-        Self { forms }
+    }
+
+    fn forms(&self) -> std::sync::RwLockReadGuard<'_, Vec<Secret>> {
+        self.forms.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// `text` with every secret replaced by the marker; borrowed when there was none. Where
     /// forms overlap, the marker covers all of them, so no piece of a secret is left over.
     pub(crate) fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if self.forms.is_empty() {
+        let forms = self.forms();
+        if forms.is_empty() {
             return Cow::Borrowed(text);
         }
         // ASCII lowercasing keeps every byte offset, so a match in the folded text is the
@@ -101,7 +117,7 @@ impl Scrubber {
             Cow::Borrowed(text)
         };
         let mut found: Vec<Range<usize>> = Vec::new();
-        for form in &self.forms {
+        for form in forms.iter() {
             let needle = form.expose().as_bytes();
             found.extend(find_all(folded.as_bytes(), needle).map(|at| at..at + needle.len()));
         }

@@ -31,11 +31,13 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Client, ClientBuilder, Response, StatusCode, Url};
+use reqwest::{Client, ClientBuilder, RequestBuilder, Response, StatusCode, Url};
 
+use crate::auth::{AuthError, Authorization, Challenge};
 use crate::config::ServerSpec;
 use crate::policy::{
-    CONNECT_TIMEOUT, MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, redirect_policy,
+    CONNECT_TIMEOUT, MAX_AUTHORIZATIONS_PER_REQUEST, MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES,
+    MAX_SSE_EVENT_BYTES, redirect_policy,
 };
 use crate::secret::Scrubber;
 use crate::sse::{Event, SseError, SseParser};
@@ -126,6 +128,8 @@ struct Endpoint {
     route: Route,
     /// This server's secrets, scrubbed from everything it sends.
     scrubber: Arc<Scrubber>,
+    /// Its OAuth tokens, when it asks for them and nothing configured authorizes instead.
+    auth: Option<Arc<Authorization>>,
 }
 
 /// Which connection a POST takes.
@@ -258,18 +262,31 @@ pub(crate) enum Reply {
 }
 
 impl Transport {
-    pub(crate) fn new(client: Client, spec: &ServerSpec) -> Result<Self, TransportError> {
+    /// The way to the server `spec` configures, scrubbing with `scrubber` and authorizing
+    /// with `auth`, both kept by the caller across start attempts. OAuth is left out when the
+    /// entry authorizes by itself: a configured `Authorization` header, or userinfo in the
+    /// URL (which reqwest sends as one).
+    pub(crate) fn new(
+        client: Client,
+        spec: &ServerSpec,
+        scrubber: Arc<Scrubber>,
+        auth: Arc<Authorization>,
+    ) -> Result<Self, TransportError> {
         // The spec was parsed from this same text, so this cannot fail; if it did, the error
         // says so without the URL.
         let url = Url::parse(spec.url.expose()).map_err(|_| TransportError::InvalidUrl)?;
-        let headers = spec.headers.iter().cloned().collect();
+        let headers: HeaderMap = spec.headers.iter().cloned().collect();
+        let configured = headers.contains_key(header::AUTHORIZATION)
+            || !url.username().is_empty()
+            || url.password().is_some();
         Ok(Self {
             client,
             endpoint: Arc::new(Endpoint {
                 url,
                 headers,
                 route: Route::default(),
-                scrubber: Arc::new(Scrubber::new(spec.secrets.iter().cloned())),
+                scrubber,
+                auth: (!configured).then_some(auth),
             }),
         })
     }
@@ -280,6 +297,18 @@ impl Transport {
         &self.endpoint.scrubber
     }
 
+    /// [`Transport::headers`] with the current token, for requests that are not sent again
+    /// after a `401` (a resumption, the farewell).
+    fn headers_with_token(&self, session: &SessionHeaders, accept: HeaderValue) -> HeaderMap {
+        let mut headers = self.headers(session, accept);
+        if let Some(bearer) = self.endpoint.auth.as_ref().and_then(|a| a.current_header()) {
+            headers.insert(header::AUTHORIZATION, bearer);
+        }
+        headers
+    }
+
+    /// The headers of every request: the configured ones and the protocol's, without the
+    /// token (a request that may be sent again gets it per attempt).
     fn headers(&self, session: &SessionHeaders, accept: HeaderValue) -> HeaderMap {
         let mut headers = self.endpoint.headers.clone();
         headers.insert(header::ACCEPT, accept);
@@ -316,27 +345,21 @@ impl Transport {
             .post(self.endpoint.url.clone())
             .headers(headers)
             .body(body);
-        let sent = Instant::now();
         let scrubber = &self.endpoint.scrubber;
-        let response = request
-            .send()
-            .await
-            .map_err(|e| TransportError::Send(scrubber.clean(describe(e))));
-        let status = response.as_ref().map_or(0, |r| r.status().as_u16());
-        if let Ok(refusal) = response.as_ref()
-            && outgoing.read_refusals
-            && refusal.status().is_client_error()
-            && content_type(refusal, scrubber).is_some_and(|k| k.eq_ignore_ascii_case(JSON_TYPE))
+        let (response, sent) = self.authorized(request).await?;
+        let status = response.status().as_u16();
+        if outgoing.read_refusals
+            && response.status().is_client_error()
+            && content_type(&response, scrubber).is_some_and(|k| k.eq_ignore_ascii_case(JSON_TYPE))
         {
-            let refusal = response?;
-            let body = read_capped(refusal, scrubber).await?;
+            let body = read_capped(response, scrubber).await?;
             return Ok(Posted {
                 status,
                 session_id: None,
                 reply: Reply::Json(scrubbed_body(body, scrubber)),
             });
         }
-        let response = checked(response)?;
+        let response = checked(Ok(response))?;
         let session_id = session_id_of(&response)?;
         let reply = match content_type(&response, scrubber) {
             Some(kind) if kind.eq_ignore_ascii_case(JSON_TYPE) => {
@@ -370,6 +393,48 @@ impl Transport {
         })
     }
 
+    /// Sends `request` with the server's current token, and answers each `401` (and
+    /// `403 insufficient_scope`) by authorizing and sending it again, up to
+    /// [`MAX_AUTHORIZATIONS_PER_REQUEST`] times. The answer, and when it was sent.
+    async fn authorized(
+        &self,
+        request: RequestBuilder,
+    ) -> Result<(Response, Instant), TransportError> {
+        let scrubber = &self.endpoint.scrubber;
+        let Some(auth) = &self.endpoint.auth else {
+            let at = Instant::now();
+            return Ok((sent(request.send().await, scrubber)?, at));
+        };
+        let mut authorizations = 0;
+        loop {
+            let (bearer, sent_as) = auth.header(&self.client).await;
+            // The body is bytes, so the clone shares them.
+            let mut attempt = request
+                .try_clone()
+                .ok_or(TransportError::Protocol("the request cannot be sent again"))?;
+            if let Some(bearer) = bearer {
+                attempt = attempt.header(header::AUTHORIZATION, bearer);
+            }
+            let at = Instant::now();
+            let response = sent(attempt.send().await, scrubber)?;
+            let Some(challenge) = challenge_of(&response) else {
+                return Ok((response, at));
+            };
+            if authorizations == MAX_AUTHORIZATIONS_PER_REQUEST {
+                return Err(TransportError::Auth(AuthError::Refused(format!(
+                    "the server still refuses the token after {MAX_AUTHORIZATIONS_PER_REQUEST} \
+                     authorizations"
+                ))));
+            }
+            authorizations += 1;
+            let status = response.status().as_u16();
+            drop(response);
+            auth.respond(&self.client, status, &challenge, sent_as)
+                .await
+                .map_err(|e| TransportError::Auth(scrubbed_auth_error(e, scrubber)))?;
+        }
+    }
+
     /// POSTs a notification or a response: any 2xx is success and the body is discarded.
     pub(crate) async fn send(
         &self,
@@ -393,7 +458,7 @@ impl Transport {
         last_event_id: &str,
         session: &SessionHeaders,
     ) -> Result<EventStream, TransportError> {
-        let mut headers = self.headers(session, EVENT_STREAM);
+        let mut headers = self.headers_with_token(session, EVENT_STREAM);
         let id = HeaderValue::from_str(last_event_id)
             .map_err(|_| TransportError::Protocol("the server sent an unusable event id"))?;
         headers.insert(LAST_EVENT_ID, id);
@@ -413,7 +478,7 @@ impl Transport {
     /// Ends a session with DELETE. The answer does not matter: 405, 404 and 400 mean the
     /// server keeps no session or already dropped it.
     pub(crate) async fn delete(&self, session: &SessionHeaders) {
-        let headers = self.headers(session, ACCEPT_BOTH);
+        let headers = self.headers_with_token(session, ACCEPT_BOTH);
         let request = self
             .client
             .delete(self.endpoint.url.clone())
@@ -435,6 +500,29 @@ fn checked(sent: Result<Response, TransportError>) -> Result<Response, Transport
         return Err(TransportError::Status(status.as_u16()));
     }
     Ok(response)
+}
+
+/// The challenge of an answer that asks for (other) authorization: a `401`, or a `403`
+/// whose challenge says `insufficient_scope`.
+fn challenge_of(response: &Response) -> Option<Challenge> {
+    let status = response.status();
+    if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+        return None;
+    }
+    let values = response.headers().get_all(header::WWW_AUTHENTICATE);
+    let challenge = Challenge::parse(values.iter().map(HeaderValue::as_bytes));
+    let step_up = challenge.error.as_deref() == Some("insufficient_scope");
+    (status == StatusCode::UNAUTHORIZED || step_up).then_some(challenge)
+}
+
+/// An authorization error with this server's secrets scrubbed from its text (a party may
+/// have quoted one back).
+fn scrubbed_auth_error(error: AuthError, scrubber: &Scrubber) -> AuthError {
+    match error {
+        AuthError::Required(e) => AuthError::Required(scrubber.clean(e)),
+        AuthError::Unreachable(e) => AuthError::Unreachable(scrubber.clean(e)),
+        AuthError::Refused(e) => AuthError::Refused(scrubber.clean(e)),
+    }
 }
 
 /// A sent request's answer, or why it did not come, as text without the URL.
@@ -587,6 +675,8 @@ pub(crate) enum TransportError {
     Sse(SseError),
     /// An answer that breaks the transport's rules.
     Protocol(&'static str),
+    /// The server asks for authorization and none could be had.
+    Auth(AuthError),
 }
 
 impl fmt::Display for TransportError {
@@ -616,12 +706,13 @@ impl fmt::Display for TransportError {
             ),
             Self::Sse(e) => e.fmt(f),
             Self::Protocol(e) => f.write_str(e),
+            Self::Auth(e) => e.fmt(f),
         }
     }
 }
 
 /// A reqwest error as text, without its URL: the error and each of its causes.
-fn describe(e: reqwest::Error) -> String {
+pub(crate) fn describe(e: reqwest::Error) -> String {
     let e = e.without_url();
     let mut text = if e.is_timeout() {
         "timed out".to_owned()

@@ -242,7 +242,7 @@ async fn bad_answers_get_clear_reasons() {
         (
             "401",
             http("401 Unauthorized", &[], b""),
-            "the server answered HTTP 401 Unauthorized",
+            "the server requires authorization: this Host cannot log in to servers",
         ),
         (
             "html",

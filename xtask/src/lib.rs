@@ -24,6 +24,7 @@ pub mod advisories;
 pub mod audit;
 pub mod audit_table;
 pub mod bench;
+pub mod browser;
 pub mod check;
 pub mod conformance;
 pub mod dependency_policy;

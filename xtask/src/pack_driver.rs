@@ -10,9 +10,18 @@ use serde_json::{Value, json};
 
 /// Installs the `mcp` Pack with one server, `namespace`, at `url`, on the current runtime.
 pub fn build_pack(namespace: &str, url: &str) -> Result<Arc<dyn Pack>, String> {
+    build_pack_with(namespace, json!({ "url": url }), Services::new())
+}
+
+/// Installs the `mcp` Pack with one server, `namespace`, configured by `entry`, lending it
+/// `services` and the current runtime.
+pub fn build_pack_with(
+    namespace: &str,
+    entry: Value,
+    mut services: Services,
+) -> Result<Arc<dyn Pack>, String> {
     let mut packs = Packs::new();
-    plugin_mcp::install(&mut packs, &json!({ "mcp": { namespace: { "url": url } } }));
-    let mut services = Services::new();
+    plugin_mcp::install(&mut packs, &json!({ "mcp": { namespace: entry } }));
     services.insert(TOKIO_RUNTIME, tokio::runtime::Handle::current());
     packs
         .construct("mcp", &services)

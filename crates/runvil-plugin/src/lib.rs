@@ -11,6 +11,8 @@
 //! - [`Packs`], [`PackFactory`], [`Construct`]: the registry and how a Pack is built.
 //! - [`Pack`], [`ToolSpec`], [`ToolError`], [`Unavailable`]: what a built Pack offers.
 //! - [`Services`], [`Service`], [`TOKIO_RUNTIME`]: typed values a Host lends to Packs.
+//! - [`Authorizer`], [`AUTHORIZER`], [`CLIENT_METADATA_URL`], [`AUTHORIZATION_HINT`]: the
+//!   user's part of an OAuth authorization, which a Host lends to Packs that need it.
 //!
 //! The contract is deliberately free of async-trait machinery: futures are boxed
 //! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio`.
@@ -19,10 +21,14 @@
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
+mod authorization;
 mod pack;
 mod packs;
 mod services;
 
+pub use authorization::{
+    AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, CLIENT_METADATA_URL,
+};
 pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};

@@ -23,8 +23,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use build_xtask::pack_driver::{build_pack, call, ready, tools};
-use runvil_plugin::Pack;
+use build_xtask::browser::Browser;
+use build_xtask::pack_driver::{build_pack_with, call, ready, tools};
+use runvil_plugin::{AUTHORIZER, Authorizer, CLIENT_METADATA_URL, Pack, Services};
 use serde_json::{Value, json};
 
 /// The namespace the server is configured under.
@@ -103,7 +104,7 @@ fn main() -> ExitCode {
         }
     };
     let failures = runtime.block_on(async {
-        let pack = match build_pack(NAMESPACE, &url) {
+        let pack = match build_pack_with(NAMESPACE, entry(&url, context.as_ref()), services()) {
             Ok(pack) => pack,
             Err(error) => return vec![error],
         };
@@ -124,6 +125,38 @@ fn main() -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The URL at which this Host publishes its OAuth Client ID Metadata Document, in the suite's
+/// world (the suite's authorization servers that accept such documents expect this one).
+const CLIENT_METADATA_DOCUMENT: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The server's entry, as a user would write it: the URL, and the OAuth client the user
+/// registered beforehand when the scenario's context gives one.
+fn entry(url: &str, context: Option<&Value>) -> Value {
+    let mut entry = json!({ "url": url });
+    if let Some(id) = context.and_then(|context| context["client_id"].as_str()) {
+        entry["oauth"] = json!({ "clientId": id });
+        if let Some(secret) = context.and_then(|context| context["client_secret"].as_str()) {
+            entry["oauth"]["clientSecret"] = json!(secret);
+        }
+    }
+    entry
+}
+
+/// What this Host lends the Pack beyond its runtime: a browser for authorizations, and the
+/// URL of its client metadata document.
+fn services() -> Services {
+    let mut services = Services::new();
+    match Browser::new() {
+        Ok(browser) => {
+            let browser: Arc<dyn Authorizer> = Arc::new(browser);
+            services.insert(AUTHORIZER, browser);
+        }
+        Err(error) => eprintln!("{error}"),
+    }
+    services.insert(CLIENT_METADATA_URL, CLIENT_METADATA_DOCUMENT.to_owned());
+    services
 }
 
 /// Waits for the server, shows its tools and runs the errand; every failure, in order. A

@@ -1,0 +1,64 @@
+//! What a Host lends a Pack that reaches servers behind OAuth: the user's part of an
+//! authorization.
+//!
+//! A Pack runs the protocol (discovery, registration, PKCE, the token requests) but never
+//! opens a browser, listens on a port or starts a process: bringing the user to the
+//! authorization server and back is the Host's, through an [`Authorizer`] it lends under
+//! [`AUTHORIZER`]. A Host without one still runs Packs; a server that needs authorization is
+//! then shown as unavailable with the Host's [`AUTHORIZATION_HINT`].
+
+use std::sync::Arc;
+
+use crate::pack::BoxFuture;
+use crate::services::Service;
+
+/// The user's part of an OAuth authorization code flow.
+pub trait Authorizer: Send + Sync {
+    /// The redirect URI the Host receives the user's answer on. The Pack registers it with
+    /// authorization servers and puts it in every authorization request.
+    fn redirect_uri(&self) -> String;
+
+    /// Brings the user through `request.url` and answers the query parameters of the redirect
+    /// to [`Authorizer::redirect_uri`] that ended it, in their order, or why there was none.
+    /// The Pack checks every parameter (`state`, `iss`, `code`, `error`); the Host only
+    /// carries them.
+    fn authorize(
+        &self,
+        request: AuthorizationRequest,
+    ) -> BoxFuture<'_, Result<Vec<(String, String)>, String>>;
+}
+
+/// One authorization the Pack asks a Host to bring its user through.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AuthorizationRequest {
+    /// The server's name in the Host's configuration.
+    pub namespace: String,
+    /// Where to send the user: checked by the Pack to be an `https` URL (plain `http` only to
+    /// a loopback address) with no user name or password, and nothing but a URL.
+    pub url: String,
+}
+
+impl AuthorizationRequest {
+    /// A request to bring the user to `url` for the server `namespace`.
+    pub fn new(namespace: impl Into<String>, url: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            url: url.into(),
+        }
+    }
+}
+
+/// The Host's [`Authorizer`], lent only when the user can take part (a login command, a test
+/// playing the browser).
+pub const AUTHORIZER: Service<Arc<dyn Authorizer>> = Service::new("authorizer");
+
+/// The URL of the Host's OAuth Client ID Metadata Document, if it publishes one: the Pack uses
+/// it as its client id with authorization servers that accept such documents, instead of
+/// registering.
+pub const CLIENT_METADATA_URL: Service<String> = Service::new("client-metadata-url");
+
+/// How a user of this Host authorizes a server, for the reason shown when a server needs
+/// authorization and no [`AUTHORIZER`] was lent. `{namespace}` is replaced by the server's
+/// name, as in `run \`runvil login {namespace}\``.
+pub const AUTHORIZATION_HINT: Service<String> = Service::new("authorization-hint");

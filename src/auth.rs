@@ -1,0 +1,412 @@
+//! Authorization for servers behind OAuth 2.1, as the MCP specification's authorization
+//! section defines it: one [`Authorization`] per server, which the transport asks for the
+//! `Authorization` header of each request and tells of each `401` and `403` it meets.
+//!
+//! - `challenge`: what a `401` or `403` asks for (`WWW-Authenticate`).
+//! - `discovery`: who authorizes the server (RFC 9728, RFC 8414, OpenID Connect Discovery).
+//! - `registration`: who the Pack is to that authorization server.
+//! - `flow`: the authorization code grant with PKCE, and the token requests.
+//! - `fetch`: requests to these untrusted parties, checked and bounded.
+//!
+//! The Pack runs the protocol and the Host the user's part: the authorization URL goes to the
+//! Host's [`Authorizer`], which brings back the redirect's parameters. A Host without one
+//! gets the server as `error` with its own hint of how to log in. Tokens, client secrets,
+//! verifiers and codes are [`Secret`]s, taught to the scrubbers as soon as they exist, and
+//! the access token goes only to the MCP server's own URL, through the transport.
+
+mod challenge;
+mod discovery;
+mod fetch;
+mod flow;
+mod registration;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use reqwest::header::HeaderValue;
+use reqwest::{Client, Url};
+use runvil_plugin::{
+    AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, CLIENT_METADATA_URL, Services,
+};
+use tokio::time::Instant;
+
+pub(crate) use self::challenge::Challenge;
+use self::discovery::ServerMetadata;
+use self::flow::{Grant, Tokens};
+use self::registration::ClientIdentity;
+use crate::config::Preregistered;
+use crate::envelope::{clean_text, truncate};
+use crate::policy::MAX_ERROR_CHARS;
+use crate::secret::{Scrubber, Secret};
+
+/// A token this close to its expiry is refreshed before it is sent.
+const REFRESH_AHEAD: Duration = Duration::from_secs(60);
+
+/// The scope that asks for a refresh token (OpenID Connect), requested only from
+/// authorization servers that list it.
+const OFFLINE_ACCESS: &str = "offline_access";
+
+/// Why a server could not be authorized. The texts hold no token, code or URL; a party's
+/// error text in one was cleaned and cut short.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AuthError {
+    /// The server needs authorization and this Host cannot bring the user through it.
+    Required(String),
+    /// An authorization server or a metadata document could not be reached.
+    Unreachable(String),
+    /// An answer was refused, or the flow could not go on.
+    Refused(String),
+}
+
+impl fmt::Display for AuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Required(hint) => write!(f, "the server requires authorization: {hint}"),
+            Self::Unreachable(e) => {
+                write!(
+                    f,
+                    "authorization failed: could not reach the authorization server: {e}"
+                )
+            }
+            Self::Refused(e) => write!(f, "authorization failed: {e}"),
+        }
+    }
+}
+
+/// What a Host lends for authorizations, read once from its services.
+#[derive(Clone, Default)]
+pub(crate) struct HostAuth {
+    authorizer: Option<Arc<dyn Authorizer>>,
+    metadata_url: Option<String>,
+    hint: Option<String>,
+}
+
+impl HostAuth {
+    pub(crate) fn from_services(services: &Services) -> Self {
+        Self {
+            authorizer: services.get(AUTHORIZER).cloned(),
+            metadata_url: services.get(CLIENT_METADATA_URL).cloned(),
+            hint: services.get(AUTHORIZATION_HINT).cloned(),
+        }
+    }
+}
+
+/// One server's authorization state, shared by every request to it and kept across start
+/// attempts, so a failed attempt does not send the user through again for nothing.
+pub(crate) struct Authorization {
+    namespace: String,
+    server: Url,
+    host: HostAuth,
+    configured: Option<Preregistered>,
+    /// The scrubbers that must learn each new secret: the server's and the Pack's.
+    scrubbers: Vec<Arc<Scrubber>>,
+    current: RwLock<Current>,
+    flow: tokio::sync::Mutex<FlowState>,
+}
+
+/// The header requests carry now, and which tokens it came from.
+#[derive(Default)]
+struct Current {
+    header: Option<HeaderValue>,
+    expires_at: Option<Instant>,
+    generation: u64,
+}
+
+#[derive(Default)]
+struct FlowState {
+    tokens: Option<Tokens>,
+    /// The authorization server the tokens are from, and its metadata.
+    metadata: Option<ServerMetadata>,
+    resource: String,
+    /// The scopes last asked for.
+    scopes: Vec<String>,
+    /// Identities by issuer: one authorization server never sees another's.
+    clients: HashMap<String, ClientIdentity>,
+}
+
+/// The header and generation a request was sent with, to report its `401` against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sent(u64);
+
+impl fmt::Debug for Authorization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Authorization([redacted])")
+    }
+}
+
+impl Authorization {
+    pub(crate) fn new(
+        namespace: String,
+        server: Url,
+        host: HostAuth,
+        configured: Option<Preregistered>,
+        scrubbers: Vec<Arc<Scrubber>>,
+    ) -> Self {
+        Self {
+            namespace,
+            server,
+            host,
+            configured,
+            scrubbers,
+            current: RwLock::default(),
+            flow: tokio::sync::Mutex::default(),
+        }
+    }
+
+    /// The `Authorization` value for the next request (refreshed first if it is about to
+    /// expire and can be), and what to report a `401` against.
+    pub(crate) async fn header(&self, http: &Client) -> (Option<HeaderValue>, Sent) {
+        let (header, expires_at, generation) = self.current();
+        if expires_at.is_some_and(|at| at <= Instant::now() + REFRESH_AHEAD) {
+            let mut flow = self.flow.lock().await;
+            if self.current().2 == generation {
+                // A failed refresh leaves the token as it is: the server's 401 then starts
+                // a new authorization.
+                let _ = self.refresh(http, &mut flow).await;
+            }
+            let (header, _, generation) = self.current();
+            return (header, Sent(generation));
+        }
+        (header, Sent(generation))
+    }
+
+    /// The `Authorization` value as it is, for requests that cannot wait for a refresh.
+    pub(crate) fn current_header(&self) -> Option<HeaderValue> {
+        self.current().0
+    }
+
+    fn current(&self) -> (Option<HeaderValue>, Option<Instant>, u64) {
+        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+        (
+            current.header.clone(),
+            current.expires_at,
+            current.generation,
+        )
+    }
+
+    /// Answers a `401` or a `403 insufficient_scope` to a request sent as `sent`: new tokens
+    /// (refreshed, or from a new authorization with the scopes the challenge asks for), after
+    /// which the request may be sent again; or why not.
+    pub(crate) async fn respond(
+        &self,
+        http: &Client,
+        status: u16,
+        challenge: &Challenge,
+        sent: Sent,
+    ) -> Result<(), AuthError> {
+        let mut flow = self.flow.lock().await;
+        if self.current().2 != sent.0 {
+            // Another request renewed the tokens since this one was sent.
+            return Ok(());
+        }
+        let step_up = status == 403;
+        if !step_up && flow.tokens.is_some() && self.refresh(http, &mut flow).await.is_ok() {
+            return Ok(());
+        }
+        self.authorize(http, &mut flow, challenge, step_up).await
+    }
+
+    async fn refresh(&self, http: &Client, flow: &mut FlowState) -> Result<(), AuthError> {
+        let (Some(tokens), Some(metadata)) = (&flow.tokens, &flow.metadata) else {
+            return Err(AuthError::Refused("no refresh token".to_owned()));
+        };
+        let Some(refresh) = tokens.refresh.clone() else {
+            return Err(AuthError::Refused("no refresh token".to_owned()));
+        };
+        let client = flow
+            .clients
+            .get(&metadata.issuer)
+            .cloned()
+            .ok_or_else(|| AuthError::Refused("no client".to_owned()))?;
+        let result = flow::tokens(
+            http,
+            metadata,
+            &client,
+            Grant::Refresh(&refresh),
+            &flow.resource,
+        )
+        .await;
+        match result {
+            Ok(tokens) => {
+                self.install(flow, tokens);
+                Ok(())
+            }
+            Err(error) => {
+                tracing::debug!(server = %self.namespace, %error, "the refresh failed");
+                flow.tokens = None;
+                Err(error)
+            }
+        }
+    }
+
+    async fn authorize(
+        &self,
+        http: &Client,
+        flow: &mut FlowState,
+        challenge: &Challenge,
+        step_up: bool,
+    ) -> Result<(), AuthError> {
+        let Some(authorizer) = self.host.authorizer.clone() else {
+            return Err(AuthError::Required(self.hint()));
+        };
+        // Looked up each time: the server may have moved to another authorization server.
+        let resource = discovery::protected_resource(
+            http,
+            &self.server,
+            challenge.resource_metadata.as_deref(),
+        )
+        .await?;
+        let (metadata, resource_id, resource_scopes) = match resource {
+            Some(resource) => {
+                let metadata = discovery::authorization_server(http, &resource.issuer)
+                    .await?
+                    .ok_or_else(|| {
+                        AuthError::Refused(
+                            "the authorization server publishes no metadata".to_owned(),
+                        )
+                    })?;
+                (metadata, resource.resource, resource.scopes_supported)
+            }
+            None => (
+                discovery::legacy_authorization_server(http, &self.server).await?,
+                canonical(&self.server),
+                Vec::new(),
+            ),
+        };
+        let same_server = flow
+            .metadata
+            .as_ref()
+            .is_some_and(|kept| kept.issuer == metadata.issuer);
+        if !same_server {
+            // Tokens of one authorization server are never offered to another.
+            flow.tokens = None;
+            flow.scopes.clear();
+        }
+        let scopes = self.scopes(flow, challenge, step_up, &resource_scopes, &metadata)?;
+        let client = match flow.clients.get(&metadata.issuer) {
+            Some(client) => client.clone(),
+            None => {
+                let client = registration::identify(
+                    http,
+                    &metadata,
+                    self.configured.as_ref(),
+                    self.host.metadata_url.as_deref(),
+                    &authorizer.redirect_uri(),
+                )
+                .await?;
+                self.learn(client.secret.iter().cloned());
+                flow.clients.insert(metadata.issuer.clone(), client.clone());
+                client
+            }
+        };
+        let redirect_uri = authorizer.redirect_uri();
+        let pending = flow::request(&metadata, &client, &redirect_uri, &resource_id, &scopes)?;
+        // The URL is the Pack's own, built on a checked endpoint; checked again as a whole
+        // before a Host sees it.
+        let url = fetch::checked_url(pending.url.as_str(), "the authorization URL")?;
+        tracing::debug!(server = %self.namespace, "asking the Host to authorize");
+        let params = authorizer
+            .authorize(AuthorizationRequest::new(
+                self.namespace.clone(),
+                url.as_str(),
+            ))
+            .await
+            .map_err(|e| {
+                AuthError::Refused(format!(
+                    "the authorization did not complete: {}",
+                    truncate(clean_text(&e), MAX_ERROR_CHARS)
+                ))
+            })?;
+        let code = flow::code(&pending, &metadata, &params)?;
+        let grant = Grant::Code {
+            code: &code,
+            pending: &pending,
+            redirect_uri: &redirect_uri,
+        };
+        let tokens = flow::tokens(http, &metadata, &client, grant, &resource_id).await?;
+        flow.scopes = scopes;
+        flow.resource = resource_id;
+        flow.metadata = Some(metadata);
+        self.install(flow, tokens);
+        Ok(())
+    }
+
+    /// The scopes to ask for: the challenge's, else the resource's, together with those asked
+    /// for before from the same authorization server (so re-authorizing never loses a scope).
+    /// A step-up that would ask for nothing new is refused: authorizing again cannot help.
+    fn scopes(
+        &self,
+        flow: &FlowState,
+        challenge: &Challenge,
+        step_up: bool,
+        resource_scopes: &[String],
+        metadata: &ServerMetadata,
+    ) -> Result<Vec<String>, AuthError> {
+        let challenged = challenge.scopes();
+        if step_up && challenged.iter().all(|s| flow.scopes.contains(s)) {
+            return Err(AuthError::Refused(format!(
+                "the server refuses the token for lack of scopes it was asked with ({}); \
+                 authorizing again would not help",
+                truncate(clean_text(&challenged.join(" ")), MAX_ERROR_CHARS)
+            )));
+        }
+        let wanted = if challenged.is_empty() {
+            resource_scopes.to_vec()
+        } else {
+            challenged
+        };
+        let mut scopes = flow.scopes.clone();
+        for scope in wanted {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        let offline = metadata
+            .scopes_supported
+            .iter()
+            .any(|s| s == OFFLINE_ACCESS);
+        if offline && !scopes.is_empty() && !scopes.iter().any(|s| s == OFFLINE_ACCESS) {
+            scopes.push(OFFLINE_ACCESS.to_owned());
+        }
+        Ok(scopes)
+    }
+
+    /// Makes `tokens` the current ones: learnt by the scrubbers first, then sent.
+    fn install(&self, flow: &mut FlowState, tokens: Tokens) {
+        self.learn(std::iter::once(tokens.access.clone()).chain(tokens.refresh.iter().cloned()));
+        let header = HeaderValue::from_str(&format!("Bearer {}", tokens.access.expose())).ok();
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        current.header = header.map(|mut header| {
+            header.set_sensitive(true);
+            header
+        });
+        current.expires_at = tokens.expires_at;
+        current.generation += 1;
+        flow.tokens = Some(tokens);
+    }
+
+    fn learn(&self, secrets: impl Iterator<Item = Secret> + Clone) {
+        for scrubber in &self.scrubbers {
+            scrubber.learn(secrets.clone());
+        }
+    }
+
+    fn hint(&self) -> String {
+        match &self.host.hint {
+            Some(hint) => hint.replace("{namespace}", &self.namespace),
+            None => "this Host cannot log in to servers".to_owned(),
+        }
+    }
+}
+
+/// The server's URL as a resource identifier (RFC 8707) when it publishes no metadata: no
+/// query (it may hold a credential, and the authorization server has no need of it), no
+/// fragment.
+fn canonical(server: &Url) -> String {
+    let mut url = server.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    url.to_string()
+}

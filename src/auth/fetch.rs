@@ -1,0 +1,186 @@
+//! Requests to parties the Pack does not trust: authorization servers, and metadata documents
+//! wherever a server says they are.
+//!
+//! Every URL is checked before it is used ([`checked_url`]); no redirect is followed (the
+//! Pack's HTTP client follows none); every answer is read within [`OAUTH_REQUEST_DEADLINE`]
+//! and [`MAX_OAUTH_RESPONSE_BYTES`]; and nothing the party sent reaches a reason unless the
+//! envelope cleaned it. The configured headers of the MCP server are never sent here.
+
+use std::net::IpAddr;
+
+use reqwest::header::{self, HeaderValue};
+use reqwest::{Client, RequestBuilder, Url};
+use serde::de::DeserializeOwned;
+
+use super::AuthError;
+use crate::envelope::{clean_text, truncate};
+use crate::policy::{MAX_OAUTH_RESPONSE_BYTES, OAUTH_REQUEST_DEADLINE};
+use crate::transport::describe;
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// Longest part of a party's error text kept in a reason.
+const MAX_QUOTED_CHARS: usize = 200;
+
+/// `text` as a URL the Pack may send a request or the user to: `https`, or `http` to a
+/// loopback address only; no user name or password; no fragment. `what` names it in errors
+/// (the URL is the party's, so it is not quoted).
+pub(crate) fn checked_url(text: &str, what: &'static str) -> Result<Url, AuthError> {
+    let url = Url::parse(text).map_err(|_| AuthError::Refused(format!("{what} is not a URL")))?;
+    let host = url.host_str().unwrap_or_default();
+    let ip = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => {
+            return Err(AuthError::Refused(format!(
+                "{what} is not an https URL (plain http is allowed only to a loopback address)"
+            )));
+        }
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(AuthError::Refused(format!(
+            "{what} carries a user name or password"
+        )));
+    }
+    if url.fragment().is_some() {
+        return Err(AuthError::Refused(format!("{what} has a fragment")));
+    }
+    Ok(url)
+}
+
+/// An answer read whole: its status and body.
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Answer {
+    /// The body as `T`, if it parses.
+    pub(crate) fn json<T: DeserializeOwned>(&self, what: &'static str) -> Result<T, AuthError> {
+        serde_json::from_slice(&self.body)
+            .map_err(|_| AuthError::Refused(format!("{what} is not JSON of the expected shape")))
+    }
+
+    /// An OAuth error answer (RFC 6749 §5.2) as a reason: its `error` code and description,
+    /// cleaned and cut short, or the status alone.
+    pub(crate) fn failure(&self, what: &'static str) -> AuthError {
+        #[derive(serde::Deserialize)]
+        struct OAuthError {
+            error: String,
+            #[serde(default)]
+            error_description: Option<String>,
+        }
+        let quoted = match serde_json::from_slice::<OAuthError>(&self.body) {
+            Ok(e) => {
+                let text = match e.error_description {
+                    Some(description) => format!("{}: {description}", e.error),
+                    None => e.error,
+                };
+                format!(" ({})", truncate(clean_text(&text), MAX_QUOTED_CHARS))
+            }
+            Err(_) => String::new(),
+        };
+        AuthError::Refused(format!("{what} answered HTTP {}{quoted}", self.status))
+    }
+}
+
+/// GETs `url` expecting JSON.
+pub(crate) async fn get(client: &Client, url: &Url) -> Result<Answer, AuthError> {
+    send(client.get(url.clone()).header(header::ACCEPT, JSON)).await
+}
+
+/// POSTs a form to `url`.
+pub(crate) async fn post_form(
+    request: RequestBuilder,
+    form: &[(&str, &str)],
+) -> Result<Answer, AuthError> {
+    send(request.header(header::ACCEPT, JSON).form(form)).await
+}
+
+/// POSTs JSON to `url`.
+pub(crate) async fn post_json(
+    client: &Client,
+    url: &Url,
+    body: &serde_json::Value,
+) -> Result<Answer, AuthError> {
+    let request = client
+        .post(url.clone())
+        .header(header::ACCEPT, JSON)
+        .header(header::CONTENT_TYPE, JSON)
+        .body(body.to_string());
+    send(request).await
+}
+
+async fn send(request: RequestBuilder) -> Result<Answer, AuthError> {
+    let exchange = async {
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| AuthError::Unreachable(describe(e)))?;
+        let status = response.status();
+        if status.is_redirection() {
+            return Err(AuthError::Refused(format!(
+                "an authorization request was answered with a redirect (HTTP {}), which is not followed",
+                status.as_u16()
+            )));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| AuthError::Unreachable(describe(e)))?
+        {
+            if body.len() + chunk.len() > MAX_OAUTH_RESPONSE_BYTES {
+                return Err(AuthError::Refused(format!(
+                    "an authorization answer is larger than {MAX_OAUTH_RESPONSE_BYTES} bytes"
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Answer {
+            status: status.as_u16(),
+            body,
+        })
+    };
+    tokio::time::timeout(OAUTH_REQUEST_DEADLINE, exchange)
+        .await
+        .unwrap_or_else(|_| {
+            Err(AuthError::Unreachable(format!(
+                "an authorization request took longer than {} s",
+                OAUTH_REQUEST_DEADLINE.as_secs()
+            )))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_must_be_https_or_loopback_http_without_userinfo_or_fragment() {
+        for good in [
+            "https://as.example/authorize?x=1",
+            "http://localhost:3000/a",
+            "http://127.0.0.1/t",
+            "http://[::1]:8/t",
+        ] {
+            assert!(checked_url(good, "the endpoint").is_ok(), "{good}");
+        }
+        for (bad, why) in [
+            ("http://as.example/authorize", "not an https URL"),
+            ("file:///etc/passwd", "not an https URL"),
+            ("javascript:alert(1)", "not an https URL"),
+            ("https://user:pw@as.example/", "user name or password"),
+            ("https://as.example/#x", "fragment"),
+            ("not a url", "is not a URL"),
+            ("http://10.0.0.1/", "not an https URL"),
+        ] {
+            let error = checked_url(bad, "the endpoint").expect_err(bad).to_string();
+            assert!(error.contains(why), "{bad}: {error}");
+            assert!(!error.contains(bad), "the URL is the party's: {error}");
+        }
+    }
+}

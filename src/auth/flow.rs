@@ -1,0 +1,393 @@
+//! The authorization code grant with PKCE (OAuth 2.1): the authorization request the user is
+//! sent through, the checks on the answer the Host carries back (`state`, then `iss` per
+//! RFC 9207, then `error` or `code`), and the token request.
+
+use std::time::Duration;
+
+use aws_lc_rs::digest::{SHA256, digest};
+use aws_lc_rs::rand::{SecureRandom, SystemRandom};
+use base64::Engine as _;
+use base64::prelude::{BASE64_STANDARD, BASE64_URL_SAFE_NO_PAD};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use reqwest::{Client, Url};
+use serde::Deserialize;
+use tokio::time::Instant;
+use zeroize::Zeroizing;
+
+use super::AuthError;
+use super::discovery::ServerMetadata;
+use super::fetch;
+use super::registration::{ClientIdentity, Method};
+use crate::envelope::{clean_text, truncate};
+use crate::secret::Secret;
+
+/// What application/x-www-form-urlencoded leaves as it is (RFC 6749 §2.3.1 encodes the
+/// client's id and secret so before they are joined for `Basic`).
+const FORM_KEPT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'*')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_');
+
+/// Longest part of an authorization server's error text kept in a reason.
+const MAX_QUOTED_CHARS: usize = 200;
+
+/// What one authorization request must be checked against when its answer comes back.
+pub(crate) struct Pending {
+    pub(crate) url: Url,
+    state: Secret,
+    verifier: Secret,
+}
+
+/// Random bytes as base64url: PKCE verifiers (32 bytes give the 43 characters RFC 7636 asks
+/// for at least) and `state`.
+fn random(bytes: usize) -> Result<Secret, AuthError> {
+    let mut buffer = Zeroizing::new(vec![0u8; bytes]);
+    SystemRandom::new()
+        .fill(&mut buffer)
+        .map_err(|_| AuthError::Refused("the system has no random numbers to give".to_owned()))?;
+    Ok(Secret::new(BASE64_URL_SAFE_NO_PAD.encode(&*buffer)))
+}
+
+/// The authorization request: PKCE S256, `state`, the `resource` (RFC 8707) and the scopes.
+pub(crate) fn request(
+    metadata: &ServerMetadata,
+    client: &ClientIdentity,
+    redirect_uri: &str,
+    resource: &str,
+    scopes: &[String],
+) -> Result<Pending, AuthError> {
+    let verifier = random(32)?;
+    let state = random(16)?;
+    let challenge = BASE64_URL_SAFE_NO_PAD.encode(digest(&SHA256, verifier.expose().as_bytes()));
+    let mut url = metadata.authorization_endpoint.clone();
+    {
+        let mut query = url.query_pairs_mut();
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &client.id)
+            .append_pair("redirect_uri", redirect_uri)
+            .append_pair("code_challenge", &challenge)
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("state", state.expose())
+            .append_pair("resource", resource);
+        if !scopes.is_empty() {
+            query.append_pair("scope", &scopes.join(" "));
+        }
+    }
+    Ok(Pending {
+        url,
+        state,
+        verifier,
+    })
+}
+
+/// The code from the answer the Host carried back, once the answer is known to be this
+/// request's (`state`) and from this authorization server (`iss`, RFC 9207: compared as
+/// plain strings, since a client that normalizes them can be mixed up).
+pub(crate) fn code(
+    pending: &Pending,
+    metadata: &ServerMetadata,
+    params: &[(String, String)],
+) -> Result<Secret, AuthError> {
+    let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    if param("state").map(String::as_str) != Some(pending.state.expose()) {
+        return Err(AuthError::Refused(
+            "the authorization answer does not carry this request's state".to_owned(),
+        ));
+    }
+    match param("iss") {
+        Some(iss) if *iss != metadata.issuer => {
+            return Err(AuthError::Refused(
+                "the authorization answer names another issuer (iss) than the authorization \
+                 server asked"
+                    .to_owned(),
+            ));
+        }
+        None if metadata.iss_parameter_supported => {
+            return Err(AuthError::Refused(
+                "the authorization answer lacks the iss parameter its authorization server \
+                 promises"
+                    .to_owned(),
+            ));
+        }
+        _ => {}
+    }
+    if let Some(error) = param("error") {
+        let description = param("error_description")
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        let text = truncate(
+            clean_text(&format!("{error}{description}")),
+            MAX_QUOTED_CHARS,
+        );
+        return Err(AuthError::Refused(format!(
+            "the authorization was not granted ({text})"
+        )));
+    }
+    param("code")
+        .map(|code| Secret::new(code.clone()))
+        .ok_or_else(|| AuthError::Refused("the authorization answer carries no code".to_owned()))
+}
+
+/// Tokens for one server, from one authorization server.
+#[derive(Debug, Clone)]
+pub(crate) struct Tokens {
+    pub(crate) access: Secret,
+    pub(crate) refresh: Option<Secret>,
+    pub(crate) expires_at: Option<Instant>,
+}
+
+/// The grant a token request makes.
+pub(crate) enum Grant<'a> {
+    Code {
+        code: &'a Secret,
+        pending: &'a Pending,
+        redirect_uri: &'a str,
+    },
+    Refresh(&'a Secret),
+}
+
+/// Exchanges a grant at the token endpoint, with the `resource` and the client's proof.
+pub(crate) async fn tokens(
+    http: &Client,
+    metadata: &ServerMetadata,
+    client: &ClientIdentity,
+    grant: Grant<'_>,
+    resource: &str,
+) -> Result<Tokens, AuthError> {
+    let mut form: Vec<(&str, &str)> = match &grant {
+        Grant::Code {
+            code,
+            pending,
+            redirect_uri,
+        } => vec![
+            ("grant_type", "authorization_code"),
+            ("code", code.expose()),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", pending.verifier.expose()),
+        ],
+        Grant::Refresh(refresh) => vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh.expose()),
+        ],
+    };
+    form.push(("resource", resource));
+    let mut request = http.post(metadata.token_endpoint.clone());
+    let secret = client
+        .secret
+        .as_ref()
+        .map(Secret::expose)
+        .unwrap_or_default();
+    match client.method {
+        Method::Basic => {
+            // RFC 6749 §2.3.1: each part form-encoded before they are joined.
+            let credential = Zeroizing::new(format!(
+                "{}:{}",
+                utf8_percent_encode(&client.id, FORM_KEPT),
+                utf8_percent_encode(secret, FORM_KEPT)
+            ));
+            let mut value = reqwest::header::HeaderValue::from_str(&format!(
+                "Basic {}",
+                BASE64_STANDARD.encode(credential.as_bytes())
+            ))
+            .map_err(|_| AuthError::Refused("the client credentials cannot be sent".to_owned()))?;
+            value.set_sensitive(true);
+            request = request.header(reqwest::header::AUTHORIZATION, value);
+        }
+        Method::Post => {
+            form.push(("client_id", &client.id));
+            form.push(("client_secret", secret));
+        }
+        Method::None => form.push(("client_id", &client.id)),
+    }
+    let answer = fetch::post_form(request, &form).await?;
+    if answer.status != 200 {
+        return Err(answer.failure("the token request"));
+    }
+    #[derive(Deserialize)]
+    struct TokenAnswer {
+        access_token: String,
+        token_type: String,
+        #[serde(default)]
+        expires_in: Option<u64>,
+        #[serde(default)]
+        refresh_token: Option<String>,
+    }
+    let answer: TokenAnswer = answer.json("the token answer")?;
+    let access = Secret::new(answer.access_token);
+    let refresh = answer.refresh_token.map(Secret::new);
+    if !answer.token_type.eq_ignore_ascii_case("bearer") {
+        return Err(AuthError::Refused(format!(
+            "the token is of type {}, not Bearer",
+            truncate(clean_text(&answer.token_type), MAX_QUOTED_CHARS)
+        )));
+    }
+    let sendable = access
+        .expose()
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b',');
+    if access.expose().is_empty() || !sendable {
+        return Err(AuthError::Refused(
+            "the access token cannot be sent in a header".to_owned(),
+        ));
+    }
+    let refresh = refresh.or_else(|| match grant {
+        // RFC 6749 §6: a refresh may leave the refresh token as it was.
+        Grant::Refresh(kept) => Some(kept.clone()),
+        Grant::Code { .. } => None,
+    });
+    Ok(Tokens {
+        access,
+        refresh,
+        expires_at: answer
+            .expires_in
+            .map(|secs| Instant::now() + Duration::from_secs(secs.min(u64::from(u32::MAX)))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metadata(iss_supported: bool) -> ServerMetadata {
+        let url = |path: &str| Url::parse(&format!("https://as.example{path}")).expect("url");
+        ServerMetadata {
+            issuer: "https://as.example".to_owned(),
+            authorization_endpoint: url("/authorize?tenant=1"),
+            token_endpoint: url("/token"),
+            registration_endpoint: None,
+            scopes_supported: Vec::new(),
+            token_endpoint_auth_methods: None,
+            iss_parameter_supported: iss_supported,
+            client_id_metadata_document_supported: false,
+        }
+    }
+
+    fn new_request(metadata: &ServerMetadata) -> Pending {
+        let client = ClientIdentity {
+            id: "client-1".to_owned(),
+            secret: None,
+            method: Method::None,
+        };
+        let scopes = ["mcp:basic".to_owned(), "mcp:write".to_owned()];
+        request(
+            metadata,
+            &client,
+            "http://127.0.0.1:9/cb",
+            "https://mcp.example/mcp",
+            &scopes,
+        )
+        .expect("request")
+    }
+
+    fn answer(pending: &Pending, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut params = vec![("state".to_owned(), pending.state.expose().to_owned())];
+        params.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        params
+    }
+
+    #[test]
+    fn the_request_carries_pkce_s256_state_resource_and_scopes() {
+        let metadata = metadata(true);
+        let pending = new_request(&metadata);
+        let params: Vec<(String, String)> = pending.url.query_pairs().into_owned().collect();
+        let get = |name: &str| {
+            params
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("tenant"), Some("1"), "the endpoint's own query stays");
+        assert_eq!(get("response_type"), Some("code"));
+        assert_eq!(get("code_challenge_method"), Some("S256"));
+        let challenge =
+            BASE64_URL_SAFE_NO_PAD.encode(digest(&SHA256, pending.verifier.expose().as_bytes()));
+        assert_eq!(get("code_challenge"), Some(challenge.as_str()));
+        assert_eq!(pending.verifier.expose().len(), 43);
+        assert_eq!(get("state"), Some(pending.state.expose()));
+        assert_eq!(get("resource"), Some("https://mcp.example/mcp"));
+        assert_eq!(get("scope"), Some("mcp:basic mcp:write"));
+        assert_ne!(
+            pending.state.expose(),
+            new_request(&metadata).state.expose()
+        );
+    }
+
+    #[test]
+    fn the_answer_must_carry_the_state_and_the_right_issuer() {
+        let strict = metadata(true);
+        let lax = metadata(false);
+        let pending = new_request(&strict);
+        let outcome = |metadata: &ServerMetadata, params: &[(String, String)]| {
+            code(&pending, metadata, params).map(|code| code.expose().to_owned())
+        };
+        let ok = answer(&pending, &[("iss", "https://as.example"), ("code", "c1")]);
+        assert_eq!(outcome(&strict, &ok).as_deref(), Ok("c1"));
+        assert_eq!(outcome(&lax, &ok).as_deref(), Ok("c1"));
+        let no_iss = answer(&pending, &[("code", "c1")]);
+        assert!(
+            outcome(&strict, &no_iss).is_err(),
+            "an advertised iss must come"
+        );
+        assert_eq!(outcome(&lax, &no_iss).as_deref(), Ok("c1"));
+        for wrong in [
+            "https://evil.example",
+            "https://as.example/",
+            "https://AS.example",
+        ] {
+            let params = answer(&pending, &[("iss", wrong), ("code", "c1")]);
+            assert!(outcome(&strict, &params).is_err(), "{wrong}");
+            assert!(outcome(&lax, &params).is_err(), "{wrong}, not advertised");
+        }
+        let forged = vec![
+            ("state".to_owned(), "other".to_owned()),
+            ("code".to_owned(), "c".to_owned()),
+        ];
+        assert!(
+            outcome(&lax, &forged)
+                .expect_err("refused")
+                .to_string()
+                .contains("state")
+        );
+        assert!(outcome(&lax, &[("code".to_owned(), "c".to_owned())]).is_err());
+    }
+
+    #[test]
+    fn an_error_answer_is_cleaned_and_short_and_only_after_the_issuer_check() {
+        let metadata = metadata(true);
+        let pending = new_request(&metadata);
+        let long = format!("\u{1b}]52;c;AAAA\u{7}denied\u{202e}{}", "x".repeat(5000));
+        let params = answer(
+            &pending,
+            &[
+                ("iss", "https://as.example"),
+                ("error", "access_denied"),
+                ("error_description", &long),
+            ],
+        );
+        let error = code(&pending, &metadata, &params)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            error.starts_with(
+                "authorization failed: the authorization was not granted (access_denied: denied"
+            ),
+            "{error}"
+        );
+        assert!(!error.contains('\u{1b}') && !error.contains('\u{202e}'));
+        assert!(error.len() < 400, "{}", error.len());
+        let mixed_up = answer(
+            &pending,
+            &[("iss", "https://evil.example"), ("error", "access_denied")],
+        );
+        let error = code(&pending, &metadata, &mixed_up)
+            .expect_err("refused")
+            .to_string();
+        assert!(error.contains("another issuer"), "{error}");
+    }
+}

@@ -1,0 +1,65 @@
+//! The user's browser, for commands that drive the Pack against authorization servers
+//! without a person (`conformance-client`): an [`Authorizer`] that opens the authorization URL
+//! with one GET, as a user who approves at once would, and reads the redirect it answers with.
+//!
+//! It decides nothing about the protocol: the Pack built the URL and checks every parameter
+//! that comes back. Nothing listens on the redirect URI; the redirect is read, not followed.
+
+use reqwest::header::LOCATION;
+use reqwest::{Client, Url, redirect};
+use runvil_plugin::{AuthorizationRequest, Authorizer, BoxFuture};
+
+/// Where the browser is told to come back to. Nothing needs to listen there: the redirect is
+/// read from the authorization server's answer.
+pub const REDIRECT_URI: &str = "http://127.0.0.1:33418/callback";
+
+/// An [`Authorizer`] that approves every authorization at once.
+pub struct Browser {
+    client: Client,
+}
+
+impl Browser {
+    /// A browser whose HTTP client follows no redirect, so the answer's `Location` can be read.
+    pub fn new() -> Result<Self, String> {
+        let client = Client::builder()
+            .redirect(redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("cannot build the browser's HTTP client: {e}"))?;
+        Ok(Self { client })
+    }
+}
+
+impl Authorizer for Browser {
+    fn redirect_uri(&self) -> String {
+        REDIRECT_URI.to_owned()
+    }
+
+    fn authorize(
+        &self,
+        request: AuthorizationRequest,
+    ) -> BoxFuture<'_, Result<Vec<(String, String)>, String>> {
+        Box::pin(async move {
+            let response = self
+                .client
+                .get(&request.url)
+                .send()
+                .await
+                .map_err(|e| format!("the browser could not open the page: {e}"))?;
+            let status = response.status();
+            let location = response
+                .headers()
+                .get(LOCATION)
+                .and_then(|value| value.to_str().ok())
+                .ok_or_else(|| {
+                    format!("the authorization page answered {status} without a redirect")
+                })?;
+            let back = Url::parse(location).map_err(|_| {
+                "the authorization page redirected to something that is not a URL".to_owned()
+            })?;
+            if !back.as_str().starts_with(REDIRECT_URI) {
+                return Err("the authorization page redirected somewhere else".to_owned());
+            }
+            Ok(back.query_pairs().into_owned().collect())
+        })
+    }
+}
