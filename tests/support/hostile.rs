@@ -21,6 +21,8 @@ pub struct Request {
     pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// The body as text, for bodies that are not JSON (forms).
+    pub text: String,
 }
 
 impl Request {
@@ -216,14 +218,16 @@ async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Re
         }
         buffer.extend_from_slice(&chunk[..n]);
     }
-    let body =
-        serde_json::from_slice(&buffer[body_start..body_start + length]).unwrap_or(Value::Null);
+    let bytes = &buffer[body_start..body_start + length];
+    let body = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+    let text = String::from_utf8_lossy(bytes).into_owned();
     buffer.drain(..body_start + length);
     Some(Request {
         method,
         target,
         headers,
         body,
+        text,
     })
 }
 

@@ -22,9 +22,13 @@ pub fn pack(servers: Value) -> Arc<dyn Pack> {
 
 /// Like [`pack`], but returns why the Pack is unavailable.
 pub fn try_pack(servers: Value) -> Result<Arc<dyn Pack>, Unavailable> {
+    pack_with(servers, Services::new())
+}
+
+/// Builds the `mcp` Pack for `servers`, lending it `services` and the current runtime.
+pub fn pack_with(servers: Value, mut services: Services) -> Result<Arc<dyn Pack>, Unavailable> {
     let mut packs = Packs::new();
     plugin_mcp::install(&mut packs, &json!({ "mcp": servers }));
-    let mut services = Services::new();
     services.insert(TOKIO_RUNTIME, tokio::runtime::Handle::current());
     packs.construct("mcp", &services)
 }

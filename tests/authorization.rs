@@ -1,0 +1,441 @@
+//! OAuth through `install`: a server behind an authorization server of the hostile test
+//! server's making (both on one loopback port), and an authorizer that plays the user's
+//! browser. Each test bends one thing the authorization server or the server says, and checks
+//! what the Pack does: refuses before any user is asked, never sends a code, never follows a
+//! redirect, never lets a token or a configured header go where it must not.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest::Url;
+use runvil_plugin::{
+    AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, BoxFuture, Services,
+};
+use serde_json::{Value, json};
+use support::hostile::{Hostile, Request, Script, Step, http, mcp};
+
+/// The access token the authorization server issues: a canary that must never be shown.
+const TOKEN: &str = "tok-canary-5f1e9a7c";
+/// The code it hands the user's browser.
+const CODE: &str = "code-canary-0b3d";
+const SETTLE: Duration = Duration::from_secs(20);
+/// The largest answer the Pack reads from an authorization server (policy).
+const MAX_OAUTH_RESPONSE_BYTES: usize = 64 * 1024;
+
+/// A change to a metadata document (`host` is `127.0.0.1:<port>`).
+type Bend = fn(&str, &mut Value);
+/// An answer to a request.
+type Answer = fn(&Request) -> Script;
+
+/// What the authorization server and the server say, each bendable by a test.
+#[derive(Clone)]
+struct World {
+    /// Changes the authorization server's metadata.
+    metadata: Bend,
+    /// Changes the protected resource metadata.
+    resource: Bend,
+    /// Answers the token request, if not with the token.
+    token: Option<Answer>,
+}
+
+impl Default for World {
+    fn default() -> Self {
+        Self {
+            metadata: |_, _| {},
+            resource: |_, _| {},
+            token: None,
+        }
+    }
+}
+
+/// An answer on a connection kept open, as real servers keep them: a server that closes
+/// each one races the client's reuse of it, which is not what these tests are about.
+fn answer(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Script {
+    Script {
+        steps: vec![Step::Write(http(status, headers, body))],
+        keep_alive: true,
+    }
+}
+
+fn json_answer(status: &str, body: &Value) -> Script {
+    answer(
+        status,
+        &[("content-type", "application/json")],
+        body.to_string().as_bytes(),
+    )
+}
+
+impl World {
+    fn handler(self) -> impl Fn(&Request) -> Script + Send + Sync + 'static {
+        move |r: &Request| {
+            let host = r.header("host").unwrap_or_default().to_owned();
+            let path = r.target.split('?').next().unwrap_or_default();
+            match (r.method.as_str(), path) {
+                ("POST", "/mcp") => {
+                    if r.header("authorization") == Some(&format!("Bearer {TOKEN}")) {
+                        return mcp(r);
+                    }
+                    let challenge = format!(
+                        r#"Bearer resource_metadata="http://{host}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools""#
+                    );
+                    answer("401 Unauthorized", &[("www-authenticate", &challenge)], b"")
+                }
+                ("GET", "/.well-known/oauth-protected-resource/mcp") => {
+                    let mut body = json!({
+                        "resource": format!("http://{host}/mcp"),
+                        "authorization_servers": [format!("http://{host}/as")],
+                    });
+                    (self.resource)(&host, &mut body);
+                    json_answer("200 OK", &body)
+                }
+                ("GET", "/.well-known/oauth-authorization-server/as") => {
+                    let mut body = json!({
+                        "issuer": format!("http://{host}/as"),
+                        "authorization_endpoint": format!("http://{host}/as/authorize"),
+                        "token_endpoint": format!("http://{host}/as/token"),
+                        "registration_endpoint": format!("http://{host}/as/register"),
+                        "code_challenge_methods_supported": ["S256"],
+                        "authorization_response_iss_parameter_supported": true,
+                    });
+                    (self.metadata)(&host, &mut body);
+                    json_answer("200 OK", &body)
+                }
+                ("POST", "/as/register") => {
+                    json_answer("201 Created", &json!({"client_id": "client-1"}))
+                }
+                ("POST", "/as/token") => match self.token {
+                    Some(answer) => answer(r),
+                    None => json_answer(
+                        "200 OK",
+                        &json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600}),
+                    ),
+                },
+                _ => answer("404 Not Found", &[], b""),
+            }
+        }
+    }
+}
+
+/// The user's browser: approves at once, answering with the code, the request's `state`, and
+/// `iss` (the issuer the request was sent to, unless the test says otherwise).
+#[derive(Default)]
+struct Browser {
+    asked: Mutex<Vec<String>>,
+    iss: Option<&'static str>,
+}
+
+impl Authorizer for Browser {
+    fn redirect_uri(&self) -> String {
+        "http://127.0.0.1:9/callback".to_owned()
+    }
+
+    fn authorize(
+        &self,
+        request: AuthorizationRequest,
+    ) -> BoxFuture<'_, Result<Vec<(String, String)>, String>> {
+        self.asked.lock().expect("asked").push(request.url.clone());
+        Box::pin(async move {
+            let url = Url::parse(&request.url).map_err(|e| e.to_string())?;
+            let param = |name: &str| {
+                url.query_pairs()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.into_owned())
+                    .unwrap_or_default()
+            };
+            let host = url.host_str().unwrap_or_default();
+            let issuer = match url.port() {
+                Some(port) => format!("http://{host}:{port}/as"),
+                None => format!("http://{host}/as"),
+            };
+            Ok(vec![
+                ("code".to_owned(), CODE.to_owned()),
+                ("state".to_owned(), param("state")),
+                ("iss".to_owned(), self.iss.map_or(issuer, str::to_owned)),
+            ])
+        })
+    }
+}
+
+struct Setup {
+    server: Hostile,
+    browser: Arc<Browser>,
+    pack: Arc<dyn runvil_plugin::Pack>,
+}
+
+async fn setup(world: World, browser: Browser, entry: Value) -> Setup {
+    let server = Hostile::start(world.handler()).await;
+    let browser = Arc::new(browser);
+    let mut services = Services::new();
+    let authorizer: Arc<dyn Authorizer> = browser.clone();
+    services.insert(AUTHORIZER, authorizer);
+    let mut entry = entry;
+    entry["url"] = json!(format!("{}", server.url));
+    let pack = support::pack_with(json!({ "s": entry }), services).expect("pack");
+    Setup {
+        server,
+        browser,
+        pack,
+    }
+}
+
+fn requests_to(server: &Hostile, path: &str) -> Vec<Request> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.target.starts_with(path))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_behind_oauth_is_reached_and_its_token_never_shown() {
+    let world = World::default();
+    let setup = setup(
+        world,
+        Browser::default(),
+        json!({"headers": {"X-Api-Key": "configured-canary-77"}}),
+    )
+    .await;
+    let entry = support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
+    assert_eq!(entry["tools"], json!(["echo"]));
+
+    // The user was asked once, with PKCE S256, state, the resource and the challenge's scope.
+    let asked = setup.browser.asked.lock().expect("asked").clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let url = Url::parse(&asked[0]).expect("url");
+    let param = |name: &str| {
+        url.query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    assert_eq!(param("code_challenge_method").as_deref(), Some("S256"));
+    assert_eq!(param("client_id").as_deref(), Some("client-1"));
+    assert_eq!(param("scope").as_deref(), Some("mcp:tools"));
+    assert_eq!(param("resource"), Some(setup.server.url.clone()));
+
+    // The token request carried the code, the verifier and the resource, and no configured
+    // header reached the authorization server.
+    let token = requests_to(&setup.server, "/as/token");
+    assert_eq!(token.len(), 1);
+    assert!(
+        token[0].text.contains(&format!("code={CODE}")),
+        "{}",
+        token[0].text
+    );
+    assert!(token[0].text.contains("code_verifier="));
+    for r in requests_to(&setup.server, "/as")
+        .into_iter()
+        .chain(requests_to(&setup.server, "/.well-known"))
+    {
+        assert_eq!(
+            r.header("x-api-key"),
+            None,
+            "{} got the configured header",
+            r.target
+        );
+        assert_eq!(
+            r.header("authorization").filter(|a| a.contains(TOKEN)),
+            None
+        );
+    }
+
+    // The server echoes the request's headers, the token among them: scrubbed.
+    let echoed = support::call(&setup.pack, "s", "echo", json!({}))
+        .await
+        .expect("call");
+    assert!(echoed.contains("[redacted]"), "{echoed}");
+    assert!(!echoed.contains(TOKEN), "{echoed}");
+    assert!(!echoed.contains("configured-canary-77"), "{echoed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_a_user_or_the_pack_must_not_be_sent_to_are_refused_before_anyone_is_asked() {
+    let cases: [(Bend, &str); 5] = [
+        (
+            |_, m| m["authorization_endpoint"] = json!("javascript:alert(1)"),
+            "the authorization_endpoint is not an https URL",
+        ),
+        (
+            |_, m| m["authorization_endpoint"] = json!("file:///etc/passwd"),
+            "the authorization_endpoint is not an https URL",
+        ),
+        (
+            |_, m| m["token_endpoint"] = json!("http://as.example/token"),
+            "the token_endpoint is not an https URL",
+        ),
+        (
+            |_, m| m["authorization_endpoint"] = json!("https://user:pw@as.example/a"),
+            "the authorization_endpoint carries a user name or password",
+        ),
+        (
+            |_, m| {
+                m.as_object_mut()
+                    .expect("object")
+                    .remove("code_challenge_methods_supported");
+            },
+            "does not advertise PKCE with S256",
+        ),
+    ];
+    for (metadata, reason) in cases {
+        let world = World {
+            metadata,
+            ..World::default()
+        };
+        let setup = setup(world, Browser::default(), json!({})).await;
+        let entry = support::wait_for(&setup.pack, "s", "error", SETTLE).await;
+        let text = entry["reason"].as_str().unwrap_or_default();
+        assert!(text.starts_with("authorization failed: "), "{text}");
+        assert!(text.contains(reason), "{reason}: {text}");
+        assert!(
+            !text.contains("as.example") && !text.contains("passwd"),
+            "{text}"
+        );
+        assert!(
+            setup.browser.asked.lock().expect("asked").is_empty(),
+            "{reason}"
+        );
+        assert!(requests_to(&setup.server, "/as/token").is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_for_another_resource_or_issuer_is_refused_before_anyone_is_asked() {
+    let worlds = [
+        (
+            World {
+                resource: |_, r| r["resource"] = json!("http://evil.example/mcp"),
+                ..World::default()
+            },
+            "names another resource",
+        ),
+        (
+            World {
+                metadata: |_, m| m["issuer"] = json!("http://attacker.example"),
+                ..World::default()
+            },
+            "names another issuer than the one it was fetched for",
+        ),
+    ];
+    for (world, reason) in worlds {
+        let setup = setup(world, Browser::default(), json!({})).await;
+        let entry = support::wait_for(&setup.pack, "s", "error", SETTLE).await;
+        let text = entry["reason"].as_str().unwrap_or_default();
+        assert!(text.contains(reason), "{text}");
+        assert!(setup.browser.asked.lock().expect("asked").is_empty());
+        assert!(requests_to(&setup.server, "/as/register").is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_from_another_issuer_never_gets_its_code_exchanged() {
+    for iss in ["http://evil.example/as", "http://127.0.0.1/as/"] {
+        let browser = Browser {
+            iss: Some(iss),
+            ..Browser::default()
+        };
+        let setup = setup(World::default(), browser, json!({})).await;
+        let entry = support::wait_for(&setup.pack, "s", "error", SETTLE).await;
+        let text = entry["reason"].as_str().unwrap_or_default();
+        assert!(text.contains("names another issuer (iss)"), "{text}");
+        assert!(!setup.browser.asked.lock().expect("asked").is_empty());
+        assert!(requests_to(&setup.server, "/as/token").is_empty(), "{iss}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_endpoint_that_redirects_or_fails_gives_a_clean_reason() {
+    let cases: [(Answer, &str); 2] = [
+        (
+            |_| {
+                answer(
+                    "302 Found",
+                    &[("location", "http://127.0.0.1:1/elsewhere")],
+                    b"",
+                )
+            },
+            "answered with a redirect (HTTP 302), which is not followed",
+        ),
+        (
+            |_| {
+                let description = format!("bad\u{1b}]52;c;QUJD\u{7}\u{202e}{}", "x".repeat(10_000));
+                json_answer(
+                    "400 Bad Request",
+                    &json!({"error": "invalid_grant", "error_description": description}),
+                )
+            },
+            "the token request answered HTTP 400 (invalid_grant: bad",
+        ),
+    ];
+    for (token, reason) in cases {
+        let world = World {
+            token: Some(token),
+            ..World::default()
+        };
+        let setup = setup(world, Browser::default(), json!({})).await;
+        let entry = support::wait_for(&setup.pack, "s", "error", SETTLE).await;
+        let text = entry["reason"].as_str().unwrap_or_default();
+        assert!(text.contains(reason), "{text}");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+            "{text}"
+        );
+        assert!(text.chars().count() < 600, "{}", text.len());
+        assert!(requests_to(&setup.server, "/elsewhere").is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_may_reach_the_answer_cap_and_a_byte_more_is_refused() {
+    let at_limit: Bend = |_, m| {
+        let size = m.to_string().len() + r#","padding":"""#.len();
+        m["padding"] = json!("p".repeat(MAX_OAUTH_RESPONSE_BYTES - size));
+        assert_eq!(m.to_string().len(), MAX_OAUTH_RESPONSE_BYTES);
+    };
+    let past: Bend = |_, m| {
+        let size = m.to_string().len() + r#","padding":"""#.len();
+        m["padding"] = json!("p".repeat(MAX_OAUTH_RESPONSE_BYTES - size + 1));
+    };
+    let fine = setup(
+        World {
+            metadata: at_limit,
+            ..World::default()
+        },
+        Browser::default(),
+        json!({}),
+    )
+    .await;
+    support::wait_for(&fine.pack, "s", "ready", SETTLE).await;
+    let big = setup(
+        World {
+            metadata: past,
+            ..World::default()
+        },
+        Browser::default(),
+        json!({}),
+    )
+    .await;
+    let entry = support::wait_for(&big.pack, "s", "error", SETTLE).await;
+    let text = entry["reason"].as_str().unwrap_or_default();
+    assert!(
+        text.contains(&format!("larger than {MAX_OAUTH_RESPONSE_BYTES} bytes")),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_authorizer_the_server_says_how_this_host_logs_in() {
+    let server = Hostile::start(World::default().handler()).await;
+    let mut services = Services::new();
+    services.insert(
+        AUTHORIZATION_HINT,
+        "run `runvil login {namespace}`".to_owned(),
+    );
+    let pack = support::pack_with(json!({"s": {"url": server.url}}), services).expect("pack");
+    let entry = support::wait_for(&pack, "s", "error", SETTLE).await;
+    assert_eq!(
+        entry["reason"],
+        "the server requires authorization: run `runvil login s`"
+    );
+    assert!(requests_to(&server, "/as").is_empty());
+}
