@@ -6,6 +6,7 @@
 //! - `discovery`: who authorizes the server (RFC 9728, RFC 8414, OpenID Connect Discovery).
 //! - `registration`: who the Pack is to that authorization server.
 //! - `flow`: the authorization code grant with PKCE, and the token requests.
+//! - `assertion`: a machine client's proof of itself by its private key (`private_key_jwt`).
 //! - `fetch`: requests to these untrusted parties, checked and bounded.
 //!
 //! The Pack runs the protocol and the Host the user's part: the authorization URL goes to the
@@ -14,6 +15,7 @@
 //! verifiers and codes are [`Secret`]s, taught to the scrubbers as soon as they exist, and
 //! the access token goes only to the MCP server's own URL, through the transport.
 
+mod assertion;
 mod challenge;
 mod discovery;
 mod fetch;
@@ -248,8 +250,11 @@ impl Authorization {
         challenge: &Challenge,
         step_up: bool,
     ) -> Result<(), AuthError> {
-        let Some(authorizer) = self.host.authorizer.clone() else {
-            return Err(AuthError::Required(self.hint()));
+        let machine = self.configured.as_ref().is_some_and(|c| c.machine);
+        let authorizer = match &self.host.authorizer {
+            Some(authorizer) => Some(Arc::clone(authorizer)),
+            None if machine => None,
+            None => return Err(AuthError::Required(self.hint())),
         };
         // Looked up each time: the server may have moved to another authorization server.
         let resource = discovery::protected_resource(
@@ -285,6 +290,10 @@ impl Authorization {
             flow.scopes.clear();
         }
         let scopes = self.scopes(flow, challenge, step_up, &resource_scopes, &metadata)?;
+        let redirect_uri = authorizer
+            .as_ref()
+            .map(|authorizer| authorizer.redirect_uri())
+            .unwrap_or_default();
         let client = match flow.clients.get(&metadata.issuer) {
             Some(client) => client.clone(),
             None => {
@@ -293,7 +302,7 @@ impl Authorization {
                     &metadata,
                     self.configured.as_ref(),
                     self.host.metadata_url.as_deref(),
-                    &authorizer.redirect_uri(),
+                    &redirect_uri,
                 )
                 .await?;
                 self.learn(client.secret.iter().cloned());
@@ -301,7 +310,13 @@ impl Authorization {
                 client
             }
         };
-        let redirect_uri = authorizer.redirect_uri();
+        let Some(authorizer) = authorizer.filter(|_| !machine) else {
+            // A machine client asks for its own tokens; no user takes part.
+            let grant = Grant::ClientCredentials(&scopes);
+            let tokens = flow::tokens(http, &metadata, &client, grant, &resource_id).await?;
+            self.keep(flow, tokens, scopes, resource_id, metadata);
+            return Ok(());
+        };
         let pending = flow::request(&metadata, &client, &redirect_uri, &resource_id, &scopes)?;
         // The URL is the Pack's own, built on a checked endpoint; checked again as a whole
         // before a Host sees it.
@@ -326,11 +341,23 @@ impl Authorization {
             redirect_uri: &redirect_uri,
         };
         let tokens = flow::tokens(http, &metadata, &client, grant, &resource_id).await?;
+        self.keep(flow, tokens, scopes, resource_id, metadata);
+        Ok(())
+    }
+
+    /// Makes `tokens` the current ones, with what they were asked for and from whom.
+    fn keep(
+        &self,
+        flow: &mut FlowState,
+        tokens: Tokens,
+        scopes: Vec<String>,
+        resource: String,
+        metadata: ServerMetadata,
+    ) {
         flow.scopes = scopes;
-        flow.resource = resource_id;
+        flow.resource = resource;
         flow.metadata = Some(metadata);
         self.install(flow, tokens);
-        Ok(())
     }
 
     /// The scopes to ask for: the challenge's, else the resource's, together with those asked

@@ -57,6 +57,11 @@ pub(crate) struct ServerSpec {
 pub(crate) struct Preregistered {
     pub(crate) id: String,
     pub(crate) secret: Option<Secret>,
+    /// A PKCS#8 PEM P-256 key, for `private_key_jwt` (RFC 7523).
+    pub(crate) private_key: Option<Secret>,
+    /// `grantType: "client_credentials"`: a machine client, which gets its tokens without a
+    /// user (the client credentials grant).
+    pub(crate) machine: bool,
 }
 
 /// One entry of the configuration, parsed.
@@ -136,27 +141,44 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
     })
 }
 
-/// `oauth`: a client id, and its secret for a confidential client. Both may use variables;
-/// the secret and any expanded value are scrubbed like header values.
+/// `oauth`: a client id, its secret or private key for a confidential client, and its grant
+/// type. Each may use variables; the secret, the key and any expanded value are scrubbed like
+/// header values.
 fn parse_oauth(
     oauth: &Map<String, Value>,
     env: &dyn Environment,
     secrets: &mut Vec<Secret>,
 ) -> Result<Option<Preregistered>, Refusal> {
-    let secret = oauth
-        .get("clientSecret")
-        .filter(|value| !value.is_null())
-        .map(|value| expand_string(value, "oauth.clientSecret", env, secrets))
-        .transpose()?;
-    let id = match oauth.get("clientId").filter(|value| !value.is_null()) {
-        Some(value) => expand_string(value, "oauth.clientId", env, secrets)?,
-        None if secret.is_some() => return Err(Refusal::OAuthSecretWithoutId),
+    let mut field = |key: &str| {
+        oauth
+            .get(key)
+            .filter(|value| !value.is_null())
+            .map(|value| expand_string(value, &format!("oauth.{key}"), env, secrets))
+            .transpose()
+    };
+    let secret = field("clientSecret")?;
+    let private_key = field("privateKey")?;
+    let machine = match field("grantType")? {
+        None => false,
+        Some(grant) => match grant.expose() {
+            "authorization_code" => false,
+            "client_credentials" => true,
+            _ => return Err(Refusal::OAuthGrantType),
+        },
+    };
+    let id = match field("clientId")? {
+        Some(id) => id,
+        None if secret.is_some() || private_key.is_some() || machine => {
+            return Err(Refusal::OAuthWithoutClientId);
+        }
         None => return Ok(None),
     };
-    secrets.extend(secret.iter().cloned());
+    secrets.extend(secret.iter().chain(&private_key).cloned());
     Ok(Some(Preregistered {
         id: id.expose().to_owned(),
         secret,
+        private_key,
+        machine,
     }))
 }
 

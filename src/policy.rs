@@ -222,8 +222,10 @@ pub(crate) enum Refusal {
     InvalidHeaderValue { name: String },
     /// `oauth` is not an object.
     OAuthNotAnObject,
-    /// `oauth.clientSecret` without the client it belongs to.
-    OAuthSecretWithoutId,
+    /// A client's secret, key or grant without the client they belong to.
+    OAuthWithoutClientId,
+    /// `oauth.grantType` names a grant the Pack does not make.
+    OAuthGrantType,
 }
 
 impl fmt::Display for Refusal {
@@ -259,9 +261,13 @@ impl fmt::Display for Refusal {
                 write!(f, "the value of header {name} cannot be sent over HTTP")
             }
             Self::OAuthNotAnObject => f.write_str("oauth is not an object"),
-            Self::OAuthSecretWithoutId => {
-                f.write_str("oauth.clientSecret is set but oauth.clientId is not")
-            }
+            Self::OAuthWithoutClientId => f.write_str(
+                "oauth.clientSecret, oauth.privateKey or oauth.grantType is set but \
+                 oauth.clientId is not",
+            ),
+            Self::OAuthGrantType => f.write_str(
+                "oauth.grantType must be \"authorization_code\" or \"client_credentials\"",
+            ),
         }
     }
 }
@@ -415,9 +421,10 @@ fn table() -> Vec<(&'static str, String)> {
             template(Refusal::OAuthNotAnObject),
         ),
         (
-            "Refusal::OAuthSecretWithoutId",
-            template(Refusal::OAuthSecretWithoutId),
+            "Refusal::OAuthWithoutClientId",
+            template(Refusal::OAuthWithoutClientId),
         ),
+        ("Refusal::OAuthGrantType", template(Refusal::OAuthGrantType)),
     ]
 }
 

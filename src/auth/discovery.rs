@@ -35,6 +35,8 @@ pub(crate) struct ServerMetadata {
     /// RFC 9207: the server puts `iss` in every authorization response.
     pub(crate) iss_parameter_supported: bool,
     pub(crate) client_id_metadata_document_supported: bool,
+    /// PKCE with S256 is advertised (or, without metadata, cannot be asked about).
+    pub(crate) pkce_s256: bool,
 }
 
 #[derive(Deserialize)]
@@ -189,18 +191,10 @@ fn metadata_urls(issuer: &Url) -> Vec<Url> {
 }
 
 fn checked_metadata(document: MetadataDocument) -> Result<ServerMetadata, AuthError> {
-    // The specification: a client must refuse to go on without S256 in the metadata.
-    let s256 = document
+    let pkce_s256 = document
         .code_challenge_methods_supported
         .as_ref()
         .is_some_and(|methods| methods.iter().any(|m| m == "S256"));
-    if !s256 {
-        return Err(AuthError::Refused(
-            "the authorization server does not advertise PKCE with S256 \
-             (code_challenge_methods_supported), which the MCP specification requires"
-                .to_owned(),
-        ));
-    }
     let registration_endpoint = document
         .registration_endpoint
         .as_deref()
@@ -218,12 +212,13 @@ fn checked_metadata(document: MetadataDocument) -> Result<ServerMetadata, AuthEr
         token_endpoint_auth_methods: document.token_endpoint_auth_methods_supported,
         iss_parameter_supported: document.authorization_response_iss_parameter_supported,
         client_id_metadata_document_supported: document.client_id_metadata_document_supported,
+        pkce_s256,
     })
 }
 
 /// The 2025-03-26 fallback for a server without resource metadata: its origin is the
 /// authorization server, and without metadata there the endpoints are the default paths.
-/// PKCE is used all the same; such a server cannot say whether it supports it.
+/// PKCE is used all the same: such a server cannot say whether it supports it.
 pub(crate) async fn legacy_authorization_server(
     client: &Client,
     server: &Url,
@@ -247,6 +242,7 @@ pub(crate) async fn legacy_authorization_server(
         token_endpoint_auth_methods: None,
         iss_parameter_supported: false,
         client_id_metadata_document_supported: false,
+        pkce_s256: true,
     })
 }
 

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use zeroize::Zeroizing;
 
 use super::AuthError;
+use super::assertion;
 use super::discovery::ServerMetadata;
 use super::fetch;
 use super::registration::{ClientIdentity, Method};
@@ -57,6 +58,14 @@ pub(crate) fn request(
     resource: &str,
     scopes: &[String],
 ) -> Result<Pending, AuthError> {
+    // The specification: a client must refuse to go on without S256 in the metadata.
+    if !metadata.pkce_s256 {
+        return Err(AuthError::Refused(
+            "the authorization server does not advertise PKCE with S256 \
+             (code_challenge_methods_supported), which the MCP specification requires"
+                .to_owned(),
+        ));
+    }
     let verifier = random(32)?;
     let state = random(16)?;
     let challenge = BASE64_URL_SAFE_NO_PAD.encode(digest(&SHA256, verifier.expose().as_bytes()));
@@ -146,6 +155,8 @@ pub(crate) enum Grant<'a> {
         redirect_uri: &'a str,
     },
     Refresh(&'a Secret),
+    /// A machine client's own tokens (RFC 6749 §4.4), for these scopes.
+    ClientCredentials(&'a [String]),
 }
 
 /// Exchanges a grant at the token endpoint, with the `resource` and the client's proof.
@@ -171,8 +182,22 @@ pub(crate) async fn tokens(
             ("grant_type", "refresh_token"),
             ("refresh_token", refresh.expose()),
         ],
+        Grant::ClientCredentials(_) => vec![("grant_type", "client_credentials")],
     };
+    let scope = match &grant {
+        Grant::ClientCredentials(scopes) if !scopes.is_empty() => Some(scopes.join(" ")),
+        _ => None,
+    };
+    if let Some(scope) = &scope {
+        form.push(("scope", scope));
+    }
     form.push(("resource", resource));
+    let assertion = match (&client.method, &client.private_key) {
+        (Method::PrivateKeyJwt, Some(key)) => {
+            Some(assertion::sign(key, &client.id, &metadata.issuer)?)
+        }
+        _ => None,
+    };
     let mut request = http.post(metadata.token_endpoint.clone());
     let secret = client
         .secret
@@ -200,6 +225,13 @@ pub(crate) async fn tokens(
             form.push(("client_secret", secret));
         }
         Method::None => form.push(("client_id", &client.id)),
+        Method::PrivateKeyJwt => {
+            form.push(("client_id", &client.id));
+            form.push(("client_assertion_type", assertion::ASSERTION_TYPE));
+            if let Some(assertion) = &assertion {
+                form.push(("client_assertion", assertion.expose()));
+            }
+        }
     }
     let answer = fetch::post_form(request, &form).await?;
     if answer.status != 200 {
@@ -235,7 +267,7 @@ pub(crate) async fn tokens(
     let refresh = refresh.or_else(|| match grant {
         // RFC 6749 §6: a refresh may leave the refresh token as it was.
         Grant::Refresh(kept) => Some(kept.clone()),
-        Grant::Code { .. } => None,
+        Grant::Code { .. } | Grant::ClientCredentials(_) => None,
     });
     Ok(Tokens {
         access,
@@ -261,6 +293,7 @@ mod tests {
             token_endpoint_auth_methods: None,
             iss_parameter_supported: iss_supported,
             client_id_metadata_document_supported: false,
+            pkce_s256: true,
         }
     }
 
@@ -268,6 +301,7 @@ mod tests {
         let client = ClientIdentity {
             id: "client-1".to_owned(),
             secret: None,
+            private_key: None,
             method: Method::None,
         };
         let scopes = ["mcp:basic".to_owned(), "mcp:write".to_owned()];

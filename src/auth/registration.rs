@@ -22,6 +22,8 @@ pub(crate) enum Method {
     Basic,
     Post,
     None,
+    /// A JWT signed with the client's private key (RFC 7523).
+    PrivateKeyJwt,
 }
 
 /// A client of one authorization server.
@@ -29,6 +31,7 @@ pub(crate) enum Method {
 pub(crate) struct ClientIdentity {
     pub(crate) id: String,
     pub(crate) secret: Option<Secret>,
+    pub(crate) private_key: Option<Secret>,
     pub(crate) method: Method,
 }
 
@@ -41,10 +44,15 @@ pub(crate) async fn identify(
     redirect_uri: &str,
 ) -> Result<ClientIdentity, AuthError> {
     if let Some(configured) = configured {
-        let method = method_for(metadata, configured.secret.is_some(), None);
+        let method = if configured.private_key.is_some() {
+            Method::PrivateKeyJwt
+        } else {
+            method_for(metadata, configured.secret.is_some(), None)
+        };
         return Ok(ClientIdentity {
             id: configured.id.clone(),
             secret: configured.secret.clone(),
+            private_key: configured.private_key.clone(),
             method,
         });
     }
@@ -54,6 +62,7 @@ pub(crate) async fn identify(
         return Ok(ClientIdentity {
             id: url.to_owned(),
             secret: None,
+            private_key: None,
             method: Method::None,
         });
     }
@@ -99,6 +108,7 @@ pub(crate) async fn identify(
     Ok(ClientIdentity {
         id: registered.client_id,
         secret,
+        private_key: None,
         method,
     })
 }

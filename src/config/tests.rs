@@ -284,3 +284,66 @@ fn parts_of_the_url_without_an_expanded_value_are_not_secrets() {
         assert!(!exposed.contains(&literal), "{literal} in {exposed:?}");
     }
 }
+
+#[test]
+fn an_oauth_client_is_read_with_its_secrets_and_grant() {
+    let spec = one(json!({"url": "https://h.example/mcp", "oauth": {
+        "clientId": "client-${env:A}",
+        "clientSecret": "${env:PASS}",
+        "privateKey": "key-${env:B}-material",
+        "grantType": "client_credentials"
+    }}))
+    .expect("accepted");
+    let oauth = spec.oauth.expect("an oauth client");
+    assert_eq!(oauth.id, "client-alpha");
+    assert_eq!(
+        oauth.secret.as_ref().map(Secret::expose),
+        Some("Pa%20ss'%21-9e1c")
+    );
+    assert_eq!(
+        oauth.private_key.as_ref().map(Secret::expose),
+        Some("key-beta-material")
+    );
+    assert!(oauth.machine);
+    let secrets: Vec<&str> = spec.secrets.iter().map(Secret::expose).collect();
+    assert!(secrets.contains(&"Pa%20ss'%21-9e1c") && secrets.contains(&"key-beta-material"));
+
+    let plain =
+        one(json!({"url": "https://h.example/mcp", "oauth": {"clientId": "c"}})).expect("accepted");
+    let plain = plain.oauth.expect("a client");
+    assert!(!plain.machine && plain.secret.is_none());
+    let none = one(json!({"url": "https://h.example/mcp", "oauth": {}})).expect("accepted");
+    assert!(none.oauth.is_none());
+}
+
+#[test]
+fn oauth_refusals_name_the_key() {
+    let url = "https://h.example/mcp";
+    for (oauth, reason) in [
+        (json!("x"), Refusal::OAuthNotAnObject.to_string()),
+        (
+            json!({"clientSecret": "s3cret-value"}),
+            Refusal::OAuthWithoutClientId.to_string(),
+        ),
+        (
+            json!({"grantType": "client_credentials"}),
+            Refusal::OAuthWithoutClientId.to_string(),
+        ),
+        (
+            json!({"clientId": "c", "grantType": "password"}),
+            Refusal::OAuthGrantType.to_string(),
+        ),
+        (
+            json!({"clientId": 7}),
+            "oauth.clientId is not a string".to_owned(),
+        ),
+        (
+            json!({"clientId": "c", "clientSecret": "${env:NOPE}"}),
+            "environment variable NOPE is not set (used in oauth.clientSecret)".to_owned(),
+        ),
+    ] {
+        let refused = one(json!({"url": url, "oauth": oauth})).expect_err("refused");
+        assert_eq!(refused, reason);
+        assert!(!refused.contains("s3cret-value"));
+    }
+}

@@ -104,7 +104,11 @@ fn main() -> ExitCode {
         }
     };
     let failures = runtime.block_on(async {
-        let pack = match build_pack_with(NAMESPACE, entry(&url, context.as_ref()), services()) {
+        let pack = match build_pack_with(
+            NAMESPACE,
+            entry(&url, &scenario, context.as_ref()),
+            services(),
+        ) {
             Ok(pack) => pack,
             Err(error) => return vec![error],
         };
@@ -132,13 +136,23 @@ fn main() -> ExitCode {
 const CLIENT_METADATA_DOCUMENT: &str = "https://conformance-test.local/client-metadata.json";
 
 /// The server's entry, as a user would write it: the URL, and the OAuth client the user
-/// registered beforehand when the scenario's context gives one.
-fn entry(url: &str, context: Option<&Value>) -> Value {
+/// registered beforehand when the scenario's context gives one (its secret or private key).
+/// In the client credentials scenarios that client is a machine's, and the user says so.
+fn entry(url: &str, scenario: &str, context: Option<&Value>) -> Value {
     let mut entry = json!({ "url": url });
-    if let Some(id) = context.and_then(|context| context["client_id"].as_str()) {
+    let Some(context) = context else {
+        return entry;
+    };
+    if let Some(id) = context["client_id"].as_str() {
         entry["oauth"] = json!({ "clientId": id });
-        if let Some(secret) = context.and_then(|context| context["client_secret"].as_str()) {
+        if let Some(secret) = context["client_secret"].as_str() {
             entry["oauth"]["clientSecret"] = json!(secret);
+        }
+        if let Some(key) = context["private_key_pem"].as_str() {
+            entry["oauth"]["privateKey"] = json!(key);
+        }
+        if scenario.starts_with("auth/client-credentials") {
+            entry["oauth"]["grantType"] = json!("client_credentials");
         }
     }
     entry
