@@ -7,6 +7,7 @@
 //! - `registration`: who the Pack is to that authorization server.
 //! - `flow`: the authorization code grant with PKCE, and the token requests.
 //! - `assertion`: a machine client's proof of itself by its private key (`private_key_jwt`).
+//! - `dpop`: tokens bound to a key of the Pack's, and the proofs that present them.
 //! - `fetch`: requests to these untrusted parties, checked and bounded.
 //!
 //! The Pack runs the protocol and the Host the user's part: the authorization URL goes to the
@@ -18,6 +19,7 @@
 mod assertion;
 mod challenge;
 mod discovery;
+mod dpop;
 mod fetch;
 mod flow;
 mod registration;
@@ -36,6 +38,8 @@ use tokio::time::Instant;
 
 pub(crate) use self::challenge::Challenge;
 use self::discovery::ServerMetadata;
+use self::dpop::DpopKey;
+pub(crate) use self::dpop::nonce as dpop_nonce;
 use self::flow::{Grant, Tokens};
 use self::registration::ClientIdentity;
 use crate::config::Preregistered;
@@ -108,12 +112,44 @@ pub(crate) struct Authorization {
     flow: tokio::sync::Mutex<FlowState>,
 }
 
-/// The header requests carry now, and which tokens it came from.
+/// What requests carry now, and which tokens it came from.
 #[derive(Default)]
 struct Current {
-    header: Option<HeaderValue>,
+    /// The access token.
+    token: Option<Secret>,
+    /// The key the token is bound to, when it is a DPoP token.
+    dpop: Option<Arc<DpopKey>>,
+    /// The DPoP nonce the server asked for last.
+    nonce: Option<String>,
     expires_at: Option<Instant>,
     generation: u64,
+}
+
+/// The headers that authorize one request.
+pub(crate) struct Presented {
+    pub(crate) authorization: HeaderValue,
+    /// `DPoP`: the proof for this request, when the token is bound to a key.
+    pub(crate) proof: Option<HeaderValue>,
+}
+
+impl Current {
+    /// The headers for `method` to `url`.
+    fn present(&self, method: &str, url: &Url) -> Option<Presented> {
+        let token = self.token.as_ref()?.expose();
+        let (scheme, proof) = match &self.dpop {
+            Some(key) => {
+                let proof = key.proof(method, url, Some(token), self.nonce.as_deref());
+                ("DPoP", proof.ok())
+            }
+            None => ("Bearer", None),
+        };
+        let mut authorization = HeaderValue::from_str(&format!("{scheme} {token}")).ok()?;
+        authorization.set_sensitive(true);
+        Some(Presented {
+            authorization,
+            proof,
+        })
+    }
 }
 
 #[derive(Default)]
@@ -126,6 +162,8 @@ struct FlowState {
     scopes: Vec<String>,
     /// Identities by issuer: one authorization server never sees another's.
     clients: HashMap<String, ClientIdentity>,
+    /// This server's DPoP key, made when an authorization server first offers DPoP.
+    dpop: Option<Arc<DpopKey>>,
 }
 
 /// The header and generation a request was sent with, to report its `401` against.
@@ -157,35 +195,38 @@ impl Authorization {
         }
     }
 
-    /// The `Authorization` value for the next request (refreshed first if it is about to
-    /// expire and can be), and what to report a `401` against.
-    pub(crate) async fn header(&self, http: &Client) -> (Option<HeaderValue>, Sent) {
-        let (header, expires_at, generation) = self.current();
+    /// The headers that authorize `method` to `url` next (the token refreshed first if it is
+    /// about to expire and can be), and what to report a `401` against.
+    pub(crate) async fn present(
+        &self,
+        http: &Client,
+        method: &str,
+        url: &Url,
+    ) -> (Option<Presented>, Sent) {
+        let (expires_at, generation) = {
+            let current = self.current();
+            (current.expires_at, current.generation)
+        };
         if expires_at.is_some_and(|at| at <= Instant::now() + REFRESH_AHEAD) {
             let mut flow = self.flow.lock().await;
-            if self.current().2 == generation {
+            if self.current().generation == generation {
                 // A failed refresh leaves the token as it is: the server's 401 then starts
                 // a new authorization.
                 let _ = self.refresh(http, &mut flow).await;
             }
-            let (header, _, generation) = self.current();
-            return (header, Sent(generation));
         }
-        (header, Sent(generation))
+        let current = self.current();
+        (current.present(method, url), Sent(current.generation))
     }
 
-    /// The `Authorization` value as it is, for requests that cannot wait for a refresh.
-    pub(crate) fn current_header(&self) -> Option<HeaderValue> {
-        self.current().0
+    /// The headers for `method` to `url` as they are, for requests that cannot wait for a
+    /// refresh.
+    pub(crate) fn present_now(&self, method: &str, url: &Url) -> Option<Presented> {
+        self.current().present(method, url)
     }
 
-    fn current(&self) -> (Option<HeaderValue>, Option<Instant>, u64) {
-        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
-        (
-            current.header.clone(),
-            current.expires_at,
-            current.generation,
-        )
+    fn current(&self) -> std::sync::RwLockReadGuard<'_, Current> {
+        self.current.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Answers a `401` or a `403 insufficient_scope` to a request sent as `sent`: new tokens
@@ -199,9 +240,18 @@ impl Authorization {
         sent: Sent,
     ) -> Result<(), AuthError> {
         let mut flow = self.flow.lock().await;
-        if self.current().2 != sent.0 {
+        if self.current().generation != sent.0 {
             // Another request renewed the tokens since this one was sent.
             return Ok(());
+        }
+        if challenge.error.as_deref() == Some("use_dpop_nonce") {
+            // RFC 9449 §9: not a new authorization, only a nonce for the next proofs.
+            let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+            if current.dpop.is_some() && challenge.dpop_nonce.is_some() {
+                current.nonce.clone_from(&challenge.dpop_nonce);
+                current.generation += 1;
+                return Ok(());
+            }
         }
         let step_up = status == 403;
         if !step_up && flow.tokens.is_some() && self.refresh(http, &mut flow).await.is_ok() {
@@ -222,12 +272,14 @@ impl Authorization {
             .get(&metadata.issuer)
             .cloned()
             .ok_or_else(|| AuthError::Refused("no client".to_owned()))?;
+        let dpop = flow.dpop.clone().filter(|_| tokens.bound);
         let result = flow::tokens(
             http,
             metadata,
             &client,
             Grant::Refresh(&refresh),
             &flow.resource,
+            dpop.as_deref(),
         )
         .await;
         match result {
@@ -305,15 +357,33 @@ impl Authorization {
                     &redirect_uri,
                 )
                 .await?;
-                self.learn(client.secret.iter().cloned());
+                let basic = flow::basic_credential(&client);
+                self.learn(client.secret.iter().chain(&basic).cloned());
                 flow.clients.insert(metadata.issuer.clone(), client.clone());
                 client
+            }
+        };
+        let dpop = match (&flow.dpop, metadata.dpop) {
+            (_, false) => None,
+            (Some(key), true) => Some(Arc::clone(key)),
+            (None, true) => {
+                let key = Arc::new(DpopKey::generate()?);
+                flow.dpop = Some(Arc::clone(&key));
+                Some(key)
             }
         };
         let Some(authorizer) = authorizer.filter(|_| !machine) else {
             // A machine client asks for its own tokens; no user takes part.
             let grant = Grant::ClientCredentials(&scopes);
-            let tokens = flow::tokens(http, &metadata, &client, grant, &resource_id).await?;
+            let tokens = flow::tokens(
+                http,
+                &metadata,
+                &client,
+                grant,
+                &resource_id,
+                dpop.as_deref(),
+            )
+            .await?;
             self.keep(flow, tokens, scopes, resource_id, metadata);
             return Ok(());
         };
@@ -340,7 +410,15 @@ impl Authorization {
             pending: &pending,
             redirect_uri: &redirect_uri,
         };
-        let tokens = flow::tokens(http, &metadata, &client, grant, &resource_id).await?;
+        let tokens = flow::tokens(
+            http,
+            &metadata,
+            &client,
+            grant,
+            &resource_id,
+            dpop.as_deref(),
+        )
+        .await?;
         self.keep(flow, tokens, scopes, resource_id, metadata);
         Ok(())
     }
@@ -403,12 +481,9 @@ impl Authorization {
     /// Makes `tokens` the current ones: learnt by the scrubbers first, then sent.
     fn install(&self, flow: &mut FlowState, tokens: Tokens) {
         self.learn(std::iter::once(tokens.access.clone()).chain(tokens.refresh.iter().cloned()));
-        let header = HeaderValue::from_str(&format!("Bearer {}", tokens.access.expose())).ok();
         let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
-        current.header = header.map(|mut header| {
-            header.set_sensitive(true);
-            header
-        });
+        current.token = Some(tokens.access.clone());
+        current.dpop = flow.dpop.clone().filter(|_| tokens.bound);
         current.expires_at = tokens.expires_at;
         current.generation += 1;
         flow.tokens = Some(tokens);

@@ -74,6 +74,10 @@ pub(crate) const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 3;
 /// uses (`resource_metadata`, `scope`, `error`) fit many times over.
 pub(crate) const MAX_CHALLENGE_BYTES: usize = 8 * 1024;
 
+/// The longest `DPoP-Nonce` a proof carries back (RFC 9449 nonces are short opaque
+/// strings); a longer one is not used, and the request fails as the server decides.
+pub(crate) const MAX_DPOP_NONCE_BYTES: usize = 256;
+
 /// The wait before resuming an SSE stream whose server sent no `retry` field.
 pub(crate) const SSE_DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
@@ -332,6 +336,7 @@ fn table() -> Vec<(&'static str, String)> {
             MAX_AUTHORIZATIONS_PER_REQUEST.to_string(),
         ),
         ("MAX_CHALLENGE_BYTES", MAX_CHALLENGE_BYTES.to_string()),
+        ("MAX_DPOP_NONCE_BYTES", MAX_DPOP_NONCE_BYTES.to_string()),
         ("SSE_DEFAULT_RETRY", ms(SSE_DEFAULT_RETRY)),
         ("SSE_MIN_RETRY", ms(SSE_MIN_RETRY)),
         ("SSE_MAX_RETRY", ms(SSE_MAX_RETRY)),

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, ClientBuilder, RequestBuilder, Response, StatusCode, Url};
 
-use crate::auth::{AuthError, Authorization, Challenge};
+use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
 use crate::config::ServerSpec;
 use crate::policy::{
     CONNECT_TIMEOUT, MAX_AUTHORIZATIONS_PER_REQUEST, MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES,
@@ -45,6 +45,8 @@ use crate::sse::{Event, SseError, SseParser};
 const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+const DPOP: HeaderName = HeaderName::from_static("dpop");
+const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
@@ -299,10 +301,19 @@ impl Transport {
 
     /// [`Transport::headers`] with the current token, for requests that are not sent again
     /// after a `401` (a resumption, the farewell).
-    fn headers_with_token(&self, session: &SessionHeaders, accept: HeaderValue) -> HeaderMap {
+    fn headers_with_token(
+        &self,
+        session: &SessionHeaders,
+        accept: HeaderValue,
+        method: &str,
+    ) -> HeaderMap {
         let mut headers = self.headers(session, accept);
-        if let Some(bearer) = self.endpoint.auth.as_ref().and_then(|a| a.current_header()) {
-            headers.insert(header::AUTHORIZATION, bearer);
+        let auth = self.endpoint.auth.as_ref();
+        if let Some(presented) = auth.and_then(|a| a.present_now(method, &self.endpoint.url)) {
+            headers.insert(header::AUTHORIZATION, presented.authorization);
+            if let Some(proof) = presented.proof {
+                headers.insert(DPOP, proof);
+            }
         }
         headers
     }
@@ -407,13 +418,16 @@ impl Transport {
         };
         let mut authorizations = 0;
         loop {
-            let (bearer, sent_as) = auth.header(&self.client).await;
+            let (presented, sent_as) = auth.present(&self.client, "POST", &self.endpoint.url).await;
             // The body is bytes, so the clone shares them.
             let mut attempt = request
                 .try_clone()
                 .ok_or(TransportError::Protocol("the request cannot be sent again"))?;
-            if let Some(bearer) = bearer {
-                attempt = attempt.header(header::AUTHORIZATION, bearer);
+            if let Some(presented) = presented {
+                attempt = attempt.header(header::AUTHORIZATION, presented.authorization);
+                if let Some(proof) = presented.proof {
+                    attempt = attempt.header(DPOP, proof);
+                }
             }
             let at = Instant::now();
             let response = sent(attempt.send().await, scrubber)?;
@@ -458,7 +472,7 @@ impl Transport {
         last_event_id: &str,
         session: &SessionHeaders,
     ) -> Result<EventStream, TransportError> {
-        let mut headers = self.headers_with_token(session, EVENT_STREAM);
+        let mut headers = self.headers_with_token(session, EVENT_STREAM, "GET");
         let id = HeaderValue::from_str(last_event_id)
             .map_err(|_| TransportError::Protocol("the server sent an unusable event id"))?;
         headers.insert(LAST_EVENT_ID, id);
@@ -478,7 +492,7 @@ impl Transport {
     /// Ends a session with DELETE. The answer does not matter: 405, 404 and 400 mean the
     /// server keeps no session or already dropped it.
     pub(crate) async fn delete(&self, session: &SessionHeaders) {
-        let headers = self.headers_with_token(session, ACCEPT_BOTH);
+        let headers = self.headers_with_token(session, ACCEPT_BOTH, "DELETE");
         let request = self
             .client
             .delete(self.endpoint.url.clone())
@@ -510,7 +524,8 @@ fn challenge_of(response: &Response) -> Option<Challenge> {
         return None;
     }
     let values = response.headers().get_all(header::WWW_AUTHENTICATE);
-    let challenge = Challenge::parse(values.iter().map(HeaderValue::as_bytes));
+    let mut challenge = Challenge::parse(values.iter().map(HeaderValue::as_bytes));
+    challenge.dpop_nonce = dpop_nonce(response.headers().get(DPOP_NONCE));
     let step_up = challenge.error.as_deref() == Some("insufficient_scope");
     (status == StatusCode::UNAUTHORIZED || step_up).then_some(challenge)
 }

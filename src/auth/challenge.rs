@@ -14,8 +14,11 @@ pub(crate) struct Challenge {
     pub(crate) resource_metadata: Option<String>,
     /// The scopes the request needs, space-separated.
     pub(crate) scope: Option<String>,
-    /// `invalid_token`, `insufficient_scope`, ...
+    /// `invalid_token`, `insufficient_scope`, `use_dpop_nonce`, ...
     pub(crate) error: Option<String>,
+    /// The answer's `DPoP-Nonce` (RFC 9449 §9), which the transport reads beside the
+    /// challenge.
+    pub(crate) dpop_nonce: Option<String>,
 }
 
 impl Challenge {

@@ -11,6 +11,7 @@ use reqwest::{Client, Url};
 use serde::Deserialize;
 
 use super::AuthError;
+use super::dpop;
 use super::fetch::{self, checked_url};
 
 /// What the MCP server says about itself (RFC 9728 §2).
@@ -37,6 +38,8 @@ pub(crate) struct ServerMetadata {
     pub(crate) client_id_metadata_document_supported: bool,
     /// PKCE with S256 is advertised (or, without metadata, cannot be asked about).
     pub(crate) pkce_s256: bool,
+    /// DPoP with the algorithm the Pack signs with is advertised (RFC 9449 §5.1).
+    pub(crate) dpop: bool,
 }
 
 #[derive(Deserialize)]
@@ -65,6 +68,8 @@ struct MetadataDocument {
     authorization_response_iss_parameter_supported: bool,
     #[serde(default)]
     client_id_metadata_document_supported: bool,
+    #[serde(default)]
+    dpop_signing_alg_values_supported: Vec<String>,
 }
 
 /// The server's resource metadata: from the challenge's `resource_metadata`, else from the
@@ -213,6 +218,10 @@ fn checked_metadata(document: MetadataDocument) -> Result<ServerMetadata, AuthEr
         iss_parameter_supported: document.authorization_response_iss_parameter_supported,
         client_id_metadata_document_supported: document.client_id_metadata_document_supported,
         pkce_s256,
+        dpop: document
+            .dpop_signing_alg_values_supported
+            .iter()
+            .any(|alg| alg == dpop::ALGORITHM),
     })
 }
 
@@ -243,6 +252,7 @@ pub(crate) async fn legacy_authorization_server(
         iss_parameter_supported: false,
         client_id_metadata_document_supported: false,
         pkce_s256: true,
+        dpop: false,
     })
 }
 

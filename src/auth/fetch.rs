@@ -12,7 +12,7 @@ use reqwest::header::{self, HeaderValue};
 use reqwest::{Client, RequestBuilder, Url};
 use serde::de::DeserializeOwned;
 
-use super::AuthError;
+use super::{AuthError, dpop};
 use crate::envelope::{clean_text, truncate};
 use crate::policy::{MAX_OAUTH_RESPONSE_BYTES, OAUTH_REQUEST_DEADLINE};
 use crate::transport::describe;
@@ -55,6 +55,8 @@ pub(crate) fn checked_url(text: &str, what: &'static str) -> Result<Url, AuthErr
 pub(crate) struct Answer {
     pub(crate) status: u16,
     pub(crate) body: Vec<u8>,
+    /// The `DPoP-Nonce` the party asks proofs to carry.
+    pub(crate) dpop_nonce: Option<String>,
 }
 
 impl Answer {
@@ -62,6 +64,15 @@ impl Answer {
     pub(crate) fn json<T: DeserializeOwned>(&self, what: &'static str) -> Result<T, AuthError> {
         serde_json::from_slice(&self.body)
             .map_err(|_| AuthError::Refused(format!("{what} is not JSON of the expected shape")))
+    }
+
+    /// Whether the answer is the OAuth error `code`.
+    pub(crate) fn is_error(&self, code: &str) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Code {
+            error: String,
+        }
+        serde_json::from_slice::<Code>(&self.body).is_ok_and(|e| e.error == code)
     }
 
     /// An OAuth error answer (RFC 6749 §5.2) as a reason: its `error` code and description,
@@ -121,6 +132,7 @@ async fn send(request: RequestBuilder) -> Result<Answer, AuthError> {
             .await
             .map_err(|e| AuthError::Unreachable(describe(e)))?;
         let status = response.status();
+        let dpop_nonce = dpop::nonce(response.headers().get("dpop-nonce"));
         if status.is_redirection() {
             return Err(AuthError::Refused(format!(
                 "an authorization request was answered with a redirect (HTTP {}), which is not followed",
@@ -143,6 +155,7 @@ async fn send(request: RequestBuilder) -> Result<Answer, AuthError> {
         Ok(Answer {
             status: status.as_u16(),
             body,
+            dpop_nonce,
         })
     };
     tokio::time::timeout(OAUTH_REQUEST_DEADLINE, exchange)

@@ -9,6 +9,7 @@ use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use base64::Engine as _;
 use base64::prelude::{BASE64_STANDARD, BASE64_URL_SAFE_NO_PAD};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use reqwest::header::{AUTHORIZATION, HeaderValue};
 use reqwest::{Client, Url};
 use serde::Deserialize;
 use tokio::time::Instant;
@@ -17,6 +18,7 @@ use zeroize::Zeroizing;
 use super::AuthError;
 use super::assertion;
 use super::discovery::ServerMetadata;
+use super::dpop::DpopKey;
 use super::fetch;
 use super::registration::{ClientIdentity, Method};
 use crate::envelope::{clean_text, truncate};
@@ -143,8 +145,22 @@ pub(crate) fn code(
 #[derive(Debug, Clone)]
 pub(crate) struct Tokens {
     pub(crate) access: Secret,
+    /// The access token is bound to the server's DPoP key (`token_type` DPoP).
+    pub(crate) bound: bool,
     pub(crate) refresh: Option<Secret>,
     pub(crate) expires_at: Option<Instant>,
+}
+
+/// The `Basic` credential of a client with a secret (RFC 6749 §2.3.1: each part
+/// form-encoded before they are joined), without the scheme.
+pub(crate) fn basic_credential(client: &ClientIdentity) -> Option<Secret> {
+    let secret = client.secret.as_ref()?;
+    let joined = Zeroizing::new(format!(
+        "{}:{}",
+        utf8_percent_encode(&client.id, FORM_KEPT),
+        utf8_percent_encode(secret.expose(), FORM_KEPT)
+    ));
+    Some(Secret::new(BASE64_STANDARD.encode(joined.as_bytes())))
 }
 
 /// The grant a token request makes.
@@ -159,13 +175,15 @@ pub(crate) enum Grant<'a> {
     ClientCredentials(&'a [String]),
 }
 
-/// Exchanges a grant at the token endpoint, with the `resource` and the client's proof.
+/// Exchanges a grant at the token endpoint, with the `resource` and the client's proof; with
+/// a DPoP proof of `dpop` too, when given (and again with the nonce the server asks for).
 pub(crate) async fn tokens(
     http: &Client,
     metadata: &ServerMetadata,
     client: &ClientIdentity,
     grant: Grant<'_>,
     resource: &str,
+    dpop: Option<&DpopKey>,
 ) -> Result<Tokens, AuthError> {
     let mut form: Vec<(&str, &str)> = match &grant {
         Grant::Code {
@@ -206,19 +224,15 @@ pub(crate) async fn tokens(
         .unwrap_or_default();
     match client.method {
         Method::Basic => {
-            // RFC 6749 §2.3.1: each part form-encoded before they are joined.
-            let credential = Zeroizing::new(format!(
-                "{}:{}",
-                utf8_percent_encode(&client.id, FORM_KEPT),
-                utf8_percent_encode(secret, FORM_KEPT)
-            ));
-            let mut value = reqwest::header::HeaderValue::from_str(&format!(
-                "Basic {}",
-                BASE64_STANDARD.encode(credential.as_bytes())
-            ))
-            .map_err(|_| AuthError::Refused("the client credentials cannot be sent".to_owned()))?;
+            let credential = basic_credential(client).ok_or_else(|| {
+                AuthError::Refused("the client credentials cannot be sent".to_owned())
+            })?;
+            let mut value = HeaderValue::from_str(&format!("Basic {}", credential.expose()))
+                .map_err(|_| {
+                    AuthError::Refused("the client credentials cannot be sent".to_owned())
+                })?;
             value.set_sensitive(true);
-            request = request.header(reqwest::header::AUTHORIZATION, value);
+            request = request.header(AUTHORIZATION, value);
         }
         Method::Post => {
             form.push(("client_id", &client.id));
@@ -233,7 +247,28 @@ pub(crate) async fn tokens(
             }
         }
     }
-    let answer = fetch::post_form(request, &form).await?;
+    let mut nonce: Option<String> = None;
+    let answer = loop {
+        let mut attempt = request
+            .try_clone()
+            .ok_or_else(|| AuthError::Refused("the token request cannot be sent".to_owned()))?;
+        if let Some(key) = dpop {
+            let proof = key.proof("POST", &metadata.token_endpoint, None, nonce.as_deref())?;
+            attempt = attempt.header("dpop", proof);
+        }
+        let answer = fetch::post_form(attempt, &form).await?;
+        // RFC 9449 §8: the server wants a nonce in the proof; once.
+        if dpop.is_some()
+            && nonce.is_none()
+            && answer.status == 400
+            && answer.is_error("use_dpop_nonce")
+            && let Some(asked) = answer.dpop_nonce
+        {
+            nonce = Some(asked);
+            continue;
+        }
+        break answer;
+    };
     if answer.status != 200 {
         return Err(answer.failure("the token request"));
     }
@@ -249,10 +284,12 @@ pub(crate) async fn tokens(
     let answer: TokenAnswer = answer.json("the token answer")?;
     let access = Secret::new(answer.access_token);
     let refresh = answer.refresh_token.map(Secret::new);
-    if !answer.token_type.eq_ignore_ascii_case("bearer") {
+    let bound = dpop.is_some() && answer.token_type.eq_ignore_ascii_case("dpop");
+    if !bound && !answer.token_type.eq_ignore_ascii_case("bearer") {
         return Err(AuthError::Refused(format!(
-            "the token is of type {}, not Bearer",
-            truncate(clean_text(&answer.token_type), MAX_QUOTED_CHARS)
+            "the token is of type {}, not Bearer{}",
+            truncate(clean_text(&answer.token_type), MAX_QUOTED_CHARS),
+            if dpop.is_some() { " or DPoP" } else { "" }
         )));
     }
     let sendable = access
@@ -271,6 +308,7 @@ pub(crate) async fn tokens(
     });
     Ok(Tokens {
         access,
+        bound,
         refresh,
         expires_at: answer
             .expires_in
@@ -294,6 +332,7 @@ mod tests {
             iss_parameter_supported: iss_supported,
             client_id_metadata_document_supported: false,
             pkce_s256: true,
+            dpop: false,
         }
     }
 
