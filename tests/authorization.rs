@@ -190,6 +190,7 @@ fn requests_to(server: &Hostile, path: &str) -> Vec<Request> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_behind_oauth_is_reached_and_its_token_never_shown() {
+    let logs = support::logs::capture("trace");
     let world = World::default();
     let setup = setup(
         world,
@@ -247,6 +248,23 @@ async fn a_server_behind_oauth_is_reached_and_its_token_never_shown() {
     assert!(echoed.contains("[redacted]"), "{echoed}");
     assert!(!echoed.contains(TOKEN), "{echoed}");
     assert!(!echoed.contains("configured-canary-77"), "{echoed}");
+
+    // Nothing of the flow's secrets is in any log line, at trace, of any crate.
+    let verifier = token[0]
+        .text
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("code_verifier="))
+        .expect("a verifier")
+        .to_owned();
+    let state = param("state").expect("a state");
+    let text = logs.text();
+    assert!(
+        text.contains("asking the Host to authorize"),
+        "the log was captured"
+    );
+    for secret in [TOKEN, CODE, &verifier, &state, "configured-canary-77"] {
+        assert!(!text.contains(secret), "{secret} is in the log");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
