@@ -457,3 +457,81 @@ async fn without_an_authorizer_the_server_says_how_this_host_logs_in() {
     );
     assert!(requests_to(&server, "/as").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
+    // The first token lives 30 s, under the minute before expiry at which the Pack refreshes.
+    // The server would take it, so only a refresh before sending explains a refresh grant.
+    let world = World {
+        token: Some(|r: &Request| {
+            let body = if r.text.contains("grant_type=refresh_token") {
+                assert!(
+                    r.text.contains("refresh_token=refresh-canary-1"),
+                    "{}",
+                    r.text
+                );
+                json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600})
+            } else {
+                json!({"access_token": TOKEN, "token_type": "Bearer",
+                       "expires_in": 30, "refresh_token": "refresh-canary-1"})
+            };
+            json_answer("200 OK", &body)
+        }),
+        ..World::default()
+    };
+    let setup = setup(world, Browser::default(), json!({})).await;
+    let entry = support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
+    assert_eq!(entry["tools"], json!(["echo"]));
+    let grants: Vec<String> = requests_to(&setup.server, "/as/token")
+        .iter()
+        .map(|r| r.text.split('&').next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        grants,
+        ["grant_type=authorization_code", "grant_type=refresh_token"]
+    );
+    assert_eq!(
+        setup.browser.asked.lock().expect("asked").len(),
+        1,
+        "no second login"
+    );
+    let echoed = support::call(&setup.pack, "s", "echo", json!({}))
+        .await
+        .expect("call");
+    assert!(
+        !echoed.contains("refresh-canary-1") && !echoed.contains(TOKEN),
+        "{echoed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_is_refreshed_once_before_the_user_is_asked_again() {
+    // The server takes only the refreshed token; the first one, long-lived, gets a 401.
+    let world = World {
+        token: Some(|r: &Request| {
+            let body = if r.text.contains("grant_type=refresh_token") {
+                json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600})
+            } else {
+                json!({"access_token": "tok-revoked", "token_type": "Bearer",
+                       "expires_in": 3600, "refresh_token": "refresh-canary-2"})
+            };
+            json_answer("200 OK", &body)
+        }),
+        ..World::default()
+    };
+    let setup = setup(world, Browser::default(), json!({})).await;
+    support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
+    let grants: Vec<String> = requests_to(&setup.server, "/as/token")
+        .iter()
+        .map(|r| r.text.split('&').next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        grants,
+        ["grant_type=authorization_code", "grant_type=refresh_token"]
+    );
+    assert_eq!(
+        setup.browser.asked.lock().expect("asked").len(),
+        1,
+        "no second login"
+    );
+}
