@@ -372,43 +372,30 @@ impl Authorization {
                 Some(key)
             }
         };
-        let Some(authorizer) = authorizer.filter(|_| !machine) else {
+        let (pending, code);
+        let grant = match authorizer.filter(|_| !machine) {
             // A machine client asks for its own tokens; no user takes part.
-            let grant = Grant::ClientCredentials(&scopes);
-            let tokens = flow::tokens(
-                http,
-                &metadata,
-                &client,
-                grant,
-                &resource_id,
-                dpop.as_deref(),
-            )
-            .await?;
-            self.keep(flow, tokens, scopes, resource_id, metadata);
-            return Ok(());
-        };
-        let pending = flow::request(&metadata, &client, &redirect_uri, &resource_id, &scopes)?;
-        // The URL is the Pack's own, built on a checked endpoint; checked again as a whole
-        // before a Host sees it.
-        let url = fetch::checked_url(pending.url.as_str(), "the authorization URL")?;
-        tracing::debug!(server = %self.namespace, "asking the Host to authorize");
-        let params = authorizer
-            .authorize(AuthorizationRequest::new(
-                self.namespace.clone(),
-                url.as_str(),
-            ))
-            .await
-            .map_err(|e| {
-                AuthError::Refused(format!(
-                    "the authorization did not complete: {}",
-                    truncate(clean_text(&e), MAX_ERROR_CHARS)
-                ))
-            })?;
-        let code = flow::code(&pending, &metadata, &params)?;
-        let grant = Grant::Code {
-            code: &code,
-            pending: &pending,
-            redirect_uri: &redirect_uri,
+            None => Grant::ClientCredentials(&scopes),
+            Some(authorizer) => {
+                pending = flow::request(&metadata, &client, &redirect_uri, &resource_id, &scopes)?;
+                // The URL is the Pack's own, built on a checked endpoint; checked again as a
+                // whole before a Host sees it.
+                let url = fetch::checked_url(pending.url.as_str(), "the authorization URL")?;
+                tracing::debug!(server = %self.namespace, "asking the Host to authorize");
+                let request = AuthorizationRequest::new(self.namespace.clone(), url.as_str());
+                let params = authorizer.authorize(request).await.map_err(|e| {
+                    AuthError::Refused(format!(
+                        "the authorization did not complete: {}",
+                        truncate(clean_text(&e), MAX_ERROR_CHARS)
+                    ))
+                })?;
+                code = flow::code(&pending, &metadata, &params)?;
+                Grant::Code {
+                    code: &code,
+                    pending: &pending,
+                    redirect_uri: &redirect_uri,
+                }
+            }
         };
         let tokens = flow::tokens(
             http,
@@ -419,23 +406,11 @@ impl Authorization {
             dpop.as_deref(),
         )
         .await?;
-        self.keep(flow, tokens, scopes, resource_id, metadata);
-        Ok(())
-    }
-
-    /// Makes `tokens` the current ones, with what they were asked for and from whom.
-    fn keep(
-        &self,
-        flow: &mut FlowState,
-        tokens: Tokens,
-        scopes: Vec<String>,
-        resource: String,
-        metadata: ServerMetadata,
-    ) {
         flow.scopes = scopes;
-        flow.resource = resource;
+        flow.resource = resource_id;
         flow.metadata = Some(metadata);
         self.install(flow, tokens);
+        Ok(())
     }
 
     /// The scopes to ask for: the challenge's, else the resource's, together with those asked

@@ -458,6 +458,14 @@ async fn without_an_authorizer_the_server_says_how_this_host_logs_in() {
     assert!(requests_to(&server, "/as").is_empty());
 }
 
+/// The grant of each token request, in order.
+fn grants(server: &Hostile) -> Vec<String> {
+    requests_to(server, "/as/token")
+        .iter()
+        .map(|r| r.text.split('&').next().unwrap_or_default().to_owned())
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
     // The first token lives 30 s, under the minute before expiry at which the Pack refreshes.
@@ -482,12 +490,8 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
     let setup = setup(world, Browser::default(), json!({})).await;
     let entry = support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
     assert_eq!(entry["tools"], json!(["echo"]));
-    let grants: Vec<String> = requests_to(&setup.server, "/as/token")
-        .iter()
-        .map(|r| r.text.split('&').next().unwrap_or_default().to_owned())
-        .collect();
     assert_eq!(
-        grants,
+        grants(&setup.server),
         ["grant_type=authorization_code", "grant_type=refresh_token"]
     );
     assert_eq!(
@@ -521,12 +525,8 @@ async fn a_refused_token_is_refreshed_once_before_the_user_is_asked_again() {
     };
     let setup = setup(world, Browser::default(), json!({})).await;
     support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
-    let grants: Vec<String> = requests_to(&setup.server, "/as/token")
-        .iter()
-        .map(|r| r.text.split('&').next().unwrap_or_default().to_owned())
-        .collect();
     assert_eq!(
-        grants,
+        grants(&setup.server),
         ["grant_type=authorization_code", "grant_type=refresh_token"]
     );
     assert_eq!(
