@@ -6,6 +6,7 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -534,4 +535,64 @@ async fn a_refused_token_is_refreshed_once_before_the_user_is_asked_again() {
         1,
         "no second login"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_that_fails_asks_the_user_again() {
+    // The first token is about to expire and the server refuses it; its refresh fails. The
+    // second authorization's token is the one the server takes.
+    let world = World {
+        token: Some(|r: &Request| {
+            static CODES: AtomicUsize = AtomicUsize::new(0);
+            if r.text.contains("grant_type=refresh_token") {
+                return json_answer("400 Bad Request", &json!({"error": "invalid_grant"}));
+            }
+            let body = match CODES.fetch_add(1, Ordering::SeqCst) {
+                0 => json!({"access_token": "tok-expiring", "token_type": "Bearer",
+                            "expires_in": 1, "refresh_token": "refresh-canary-3"}),
+                _ => json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600}),
+            };
+            json_answer("200 OK", &body)
+        }),
+        ..World::default()
+    };
+    let setup = setup(world, Browser::default(), json!({})).await;
+    support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
+    assert_eq!(
+        grants(&setup.server),
+        [
+            "grant_type=authorization_code",
+            "grant_type=refresh_token",
+            "grant_type=authorization_code"
+        ]
+    );
+    assert_eq!(setup.browser.asked.lock().expect("asked").len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_that_never_comes_ends_at_the_request_deadline() {
+    let server = Hostile::start(|r: &Request| {
+        if r.target
+            .starts_with("/.well-known/oauth-authorization-server")
+        {
+            return Script {
+                steps: vec![Step::Stall],
+                keep_alive: true,
+            };
+        }
+        World::default().handler()(r)
+    })
+    .await;
+    let mut services = Services::new();
+    let authorizer: Arc<dyn Authorizer> = Arc::new(Browser::default());
+    services.insert(AUTHORIZER, authorizer);
+    let pack = support::pack_with(json!({"s": {"url": server.url}}), services).expect("pack");
+    let started = std::time::Instant::now();
+    let entry = support::wait_for(&pack, "s", "error", Duration::from_secs(30)).await;
+    assert_eq!(
+        entry["reason"],
+        "authorization failed: could not reach the authorization server: an authorization \
+         request took longer than 10 s"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(10));
 }
