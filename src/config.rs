@@ -13,7 +13,9 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
-use crate::policy::{ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADERS, Refusal};
+use crate::policy::{
+    ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS, Refusal,
+};
 use crate::secret::Secret;
 
 /// Where `${env:NAME}` and `${userHome}` get their values; tests lend their own.
@@ -252,7 +254,10 @@ fn parse_headers(
     for (name, value) in headers {
         let shown = name.escape_default().to_string();
         let lower = name.to_ascii_lowercase();
-        if RESERVED_HEADERS.contains(&lower.as_str()) {
+        let prefixed = RESERVED_HEADER_PREFIXES
+            .iter()
+            .any(|p| lower.starts_with(p));
+        if prefixed || RESERVED_HEADERS.contains(&lower.as_str()) {
             return Err(Refusal::ReservedHeader { name: shown });
         }
         let header =

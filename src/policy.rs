@@ -20,9 +20,23 @@ pub(crate) const ACCEPTED_PROTOCOL_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06
 /// versions in an unsupported-version error.
 pub(crate) const MODERN_PROTOCOL_VERSIONS: [&str; 1] = ["2026-07-28"];
 
-/// Headers the client sets itself: a configured value would break the protocol (`accept`) or
-/// the session (`mcp-session-id`, `last-event-id`). Compared without regard to letter case.
-pub(crate) const RESERVED_HEADERS: [&str; 3] = ["accept", "mcp-session-id", "last-event-id"];
+/// Headers the client sets itself: a configured value would break the protocol (`accept`,
+/// and the revision, method and name headers of 2026-07-28, which must mirror the body), the
+/// session (`mcp-session-id`, `last-event-id`) or a DPoP proof (`dpop`). Compared without
+/// regard to letter case.
+pub(crate) const RESERVED_HEADERS: [&str; 7] = [
+    "accept",
+    "mcp-session-id",
+    "last-event-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "dpop",
+];
+
+/// Prefixes of headers the client sets itself: `Mcp-Param-*` carry a tool's `x-mcp-header`
+/// arguments (2026-07-28) and must mirror them.
+pub(crate) const RESERVED_HEADER_PREFIXES: [&str; 1] = ["mcp-param-"];
 
 /// URL schemes a server may be reached by.
 pub(crate) const ALLOWED_SCHEMES: [&str; 2] = ["http", "https"];
@@ -317,6 +331,10 @@ fn table() -> Vec<(&'static str, String)> {
             MODERN_PROTOCOL_VERSIONS.join(", "),
         ),
         ("RESERVED_HEADERS", RESERVED_HEADERS.join(", ")),
+        (
+            "RESERVED_HEADER_PREFIXES",
+            RESERVED_HEADER_PREFIXES.join(", "),
+        ),
         ("ALLOWED_SCHEMES", ALLOWED_SCHEMES.join(", ")),
         ("START_ATTEMPT_DEADLINE", secs(START_ATTEMPT_DEADLINE)),
         ("CALL_DEADLINE", secs(CALL_DEADLINE)),

@@ -123,6 +123,26 @@ fn refusals_name_the_key_and_use_the_policy_texts() {
             "header LAST-EVENT-ID is set by the client and may not be configured",
         ),
         (
+            json!({"url": "http://x", "headers": {"MCP-Protocol-Version": "2025-11-25"}}),
+            "header MCP-Protocol-Version is set by the client and may not be configured",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"mcp-method": "tools/call"}}),
+            "header mcp-method is set by the client and may not be configured",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"Mcp-Name": "t"}}),
+            "header Mcp-Name is set by the client and may not be configured",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"MCP-PARAM-Region": "eu"}}),
+            "header MCP-PARAM-Region is set by the client and may not be configured",
+        ),
+        (
+            json!({"url": "http://x", "headers": {"DPoP": "proof"}}),
+            "header DPoP is set by the client and may not be configured",
+        ),
+        (
             json!({"url": "http://x", "headers": {"bad name": "a"}}),
             "header name bad name cannot be sent over HTTP",
         ),
