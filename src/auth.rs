@@ -9,6 +9,7 @@
 //! - `assertion`: a machine client's proof of itself by its private key (`private_key_jwt`).
 //! - `dpop`: tokens bound to a key of the Pack's, and the proofs that present them.
 //! - `fetch`: requests to these untrusted parties, checked and bounded.
+//! - `stored`: what an authorization leaves in the Host's credential store.
 //!
 //! The Pack runs the protocol and the Host the user's part: the authorization URL goes to the
 //! Host's [`Authorizer`], which brings back the redirect's parameters. A Host without one
@@ -23,18 +24,22 @@ mod dpop;
 mod fetch;
 mod flow;
 mod registration;
+mod stored;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use reqwest::header::HeaderValue;
 use reqwest::{Client, Url};
 use runvil_plugin::{
-    AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, CLIENT_METADATA_URL, Services,
+    AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, CLIENT_METADATA_URL,
+    CREDENTIAL_STORE, CredentialStore, Services,
 };
 use tokio::time::Instant;
+use zeroize::Zeroizing;
 
 pub(crate) use self::challenge::Challenge;
 use self::discovery::ServerMetadata;
@@ -87,6 +92,7 @@ pub(crate) struct HostAuth {
     authorizer: Option<Arc<dyn Authorizer>>,
     metadata_url: Option<String>,
     hint: Option<String>,
+    store: Option<Arc<dyn CredentialStore>>,
 }
 
 impl HostAuth {
@@ -95,6 +101,7 @@ impl HostAuth {
             authorizer: services.get(AUTHORIZER).cloned(),
             metadata_url: services.get(CLIENT_METADATA_URL).cloned(),
             hint: services.get(AUTHORIZATION_HINT).cloned(),
+            store: services.get(CREDENTIAL_STORE).cloned(),
         }
     }
 }
@@ -110,6 +117,8 @@ pub(crate) struct Authorization {
     scrubbers: Vec<Arc<Scrubber>>,
     current: RwLock<Current>,
     flow: tokio::sync::Mutex<FlowState>,
+    /// Whether the Host's store has been read for this server.
+    loaded: AtomicBool,
 }
 
 /// What requests carry now, and which tokens it came from.
@@ -164,6 +173,8 @@ struct FlowState {
     clients: HashMap<String, ClientIdentity>,
     /// This server's DPoP key, made when an authorization server first offers DPoP.
     dpop: Option<Arc<DpopKey>>,
+    /// The issuer of the authorization server the tokens are from.
+    issuer: Option<String>,
 }
 
 /// The header and generation a request was sent with, to report its `401` against.
@@ -192,6 +203,7 @@ impl Authorization {
             scrubbers,
             current: RwLock::default(),
             flow: tokio::sync::Mutex::default(),
+            loaded: AtomicBool::new(false),
         }
     }
 
@@ -203,6 +215,9 @@ impl Authorization {
         method: &str,
         url: &Url,
     ) -> (Option<Presented>, Sent) {
+        if !self.loaded.load(Ordering::Acquire) {
+            self.load().await;
+        }
         let (expires_at, generation) = {
             let current = self.current();
             (current.expires_at, current.generation)
@@ -217,6 +232,67 @@ impl Authorization {
         }
         let current = self.current();
         (current.present(method, url), Sent(current.generation))
+    }
+
+    /// Takes up what the Host's store kept of this server's authorization, once.
+    async fn load(&self) {
+        let mut flow = self.flow.lock().await;
+        if self.loaded.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Some(store) = self.host.store.clone() else {
+            return;
+        };
+        let key = self.namespace.clone();
+        let text = tokio::task::spawn_blocking(move || store.load(&key).map(Zeroizing::new))
+            .await
+            .ok()
+            .flatten();
+        let Some(restored) = text.and_then(|text| stored::restore(&canonical(&self.server), &text))
+        else {
+            return;
+        };
+        let basic = flow::basic_credential(&restored.client);
+        self.learn(restored.client.secret.iter().chain(&basic).cloned());
+        flow.clients
+            .insert(restored.issuer.clone(), restored.client);
+        flow.issuer = Some(restored.issuer);
+        flow.resource = restored.resource;
+        flow.scopes = restored.scopes;
+        self.install(&mut flow, restored.tokens);
+    }
+
+    /// Keeps the current authorization in the Host's store, if it lent one and the tokens
+    /// can be kept. A failure to save costs the next run a login, so it is logged, not
+    /// returned.
+    async fn save(&self, flow: &FlowState) {
+        let Some(store) = self.host.store.clone() else {
+            return;
+        };
+        let (Some(issuer), Some(tokens)) = (&flow.issuer, &flow.tokens) else {
+            return;
+        };
+        let Some(client) = flow.clients.get(issuer) else {
+            return;
+        };
+        let server = canonical(&self.server);
+        let record = stored::record(
+            &server,
+            issuer,
+            &flow.resource,
+            &flow.scopes,
+            client,
+            tokens,
+        );
+        let Some(record) = record else {
+            return;
+        };
+        let key = self.namespace.clone();
+        let saved = tokio::task::spawn_blocking(move || store.save(&key, &record)).await;
+        if let Ok(Err(error)) = saved {
+            let error = truncate(clean_text(&error), MAX_ERROR_CHARS);
+            tracing::warn!(server = %self.namespace, %error, "the credentials could not be saved");
+        }
     }
 
     /// The headers for `method` to `url` as they are, for requests that cannot wait for a
@@ -261,11 +337,24 @@ impl Authorization {
     }
 
     async fn refresh(&self, http: &Client, flow: &mut FlowState) -> Result<(), AuthError> {
+        let no_refresh = || AuthError::Refused("no refresh token".to_owned());
+        let refresh = flow
+            .tokens
+            .as_ref()
+            .and_then(|tokens| tokens.refresh.clone())
+            .ok_or_else(no_refresh)?;
+        if flow.metadata.is_none() {
+            // Tokens from the Host's store: the token endpoint is looked up again, and must
+            // be the same authorization server's.
+            let (metadata, _, _) = self.discover(http, None).await?;
+            if flow.issuer.as_ref() != Some(&metadata.issuer) {
+                flow.tokens = None;
+                return Err(no_refresh());
+            }
+            flow.metadata = Some(metadata);
+        }
         let (Some(tokens), Some(metadata)) = (&flow.tokens, &flow.metadata) else {
-            return Err(AuthError::Refused("no refresh token".to_owned()));
-        };
-        let Some(refresh) = tokens.refresh.clone() else {
-            return Err(AuthError::Refused("no refresh token".to_owned()));
+            return Err(no_refresh());
         };
         let client = flow
             .clients
@@ -285,6 +374,7 @@ impl Authorization {
         match result {
             Ok(tokens) => {
                 self.install(flow, tokens);
+                self.save(flow).await;
                 Ok(())
             }
             Err(error) => {
@@ -309,33 +399,10 @@ impl Authorization {
             None => return Err(AuthError::Required(self.hint())),
         };
         // Looked up each time: the server may have moved to another authorization server.
-        let resource = discovery::protected_resource(
-            http,
-            &self.server,
-            challenge.resource_metadata.as_deref(),
-        )
-        .await?;
-        let (metadata, resource_id, resource_scopes) = match resource {
-            Some(resource) => {
-                let metadata = discovery::authorization_server(http, &resource.issuer)
-                    .await?
-                    .ok_or_else(|| {
-                        AuthError::Refused(
-                            "the authorization server publishes no metadata".to_owned(),
-                        )
-                    })?;
-                (metadata, resource.resource, resource.scopes_supported)
-            }
-            None => (
-                discovery::legacy_authorization_server(http, &self.server).await?,
-                canonical(&self.server),
-                Vec::new(),
-            ),
-        };
-        let same_server = flow
-            .metadata
-            .as_ref()
-            .is_some_and(|kept| kept.issuer == metadata.issuer);
+        let (metadata, resource_id, resource_scopes) = self
+            .discover(http, challenge.resource_metadata.as_deref())
+            .await?;
+        let same_server = flow.issuer.as_ref() == Some(&metadata.issuer);
         if !same_server {
             // Tokens of one authorization server are never offered to another.
             flow.tokens = None;
@@ -408,9 +475,37 @@ impl Authorization {
         .await?;
         flow.scopes = scopes;
         flow.resource = resource_id;
+        flow.issuer = Some(metadata.issuer.clone());
         flow.metadata = Some(metadata);
         self.install(flow, tokens);
+        self.save(flow).await;
         Ok(())
+    }
+
+    /// Who authorizes the server: its authorization server's metadata, the resource to ask
+    /// tokens for, and the scopes the resource lists.
+    async fn discover(
+        &self,
+        http: &Client,
+        announced: Option<&str>,
+    ) -> Result<(ServerMetadata, String, Vec<String>), AuthError> {
+        match discovery::protected_resource(http, &self.server, announced).await? {
+            Some(resource) => {
+                let metadata = discovery::authorization_server(http, &resource.issuer)
+                    .await?
+                    .ok_or_else(|| {
+                        AuthError::Refused(
+                            "the authorization server publishes no metadata".to_owned(),
+                        )
+                    })?;
+                Ok((metadata, resource.resource, resource.scopes_supported))
+            }
+            None => Ok((
+                discovery::legacy_authorization_server(http, &self.server).await?,
+                canonical(&self.server),
+                Vec::new(),
+            )),
+        }
     }
 
     /// The scopes to ask for: the challenge's, else the resource's, together with those asked

@@ -6,13 +6,15 @@
 
 mod support;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::Url;
 use runvil_plugin::{
-    AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, BoxFuture, Services,
+    AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, BoxFuture, CREDENTIAL_STORE,
+    CredentialStore, Services,
 };
 use serde_json::{Value, json};
 use support::hostile::{Hostile, Request, Script, Step, http, mcp};
@@ -595,4 +597,75 @@ async fn metadata_that_never_comes_ends_at_the_request_deadline() {
          request took longer than 10 s"
     );
     assert!(started.elapsed() >= Duration::from_secs(10));
+}
+
+/// A Host's credential store in memory.
+#[derive(Default)]
+struct Memory(Mutex<HashMap<String, String>>);
+
+impl CredentialStore for Memory {
+    fn load(&self, key: &str) -> Option<String> {
+        self.0.lock().expect("store").get(key).cloned()
+    }
+    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+        self.0
+            .lock()
+            .expect("store")
+            .insert(key.to_owned(), value.to_owned());
+        Ok(())
+    }
+    fn delete(&self, key: &str) -> Result<(), String> {
+        self.0.lock().expect("store").remove(key);
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_pack_starts_authorized_from_the_host_s_store_for_the_same_server_only() {
+    let store = Arc::new(Memory::default());
+    let with_store = |authorizer: Option<Arc<dyn Authorizer>>| {
+        let mut services = Services::new();
+        let store: Arc<dyn CredentialStore> = store.clone();
+        services.insert(CREDENTIAL_STORE, store);
+        if let Some(authorizer) = authorizer {
+            services.insert(AUTHORIZER, authorizer);
+        }
+        services
+    };
+    let server = Hostile::start(World::default().handler()).await;
+    let browser = Arc::new(Browser::default());
+    let first = support::pack_with(
+        json!({"s": {"url": server.url}}),
+        with_store(Some(browser.clone())),
+    )
+    .expect("pack");
+    support::wait_for(&first, "s", "ready", SETTLE).await;
+    drop(first);
+    let kept = store.load("s").expect("the authorization was kept");
+    assert!(kept.contains(TOKEN), "the store holds the token");
+
+    // No authorizer now: the stored token is enough, and nobody is asked.
+    let later =
+        support::pack_with(json!({"s": {"url": server.url}}), with_store(None)).expect("pack");
+    support::wait_for(&later, "s", "ready", SETTLE).await;
+    assert_eq!(browser.asked.lock().expect("asked").len(), 1);
+    let echoed = support::call(&later, "s", "echo", json!({}))
+        .await
+        .expect("call");
+    assert!(!echoed.contains(TOKEN), "{echoed}");
+
+    // The same name for another server gets nothing from the store.
+    let other = Hostile::start(World::default().handler()).await;
+    let elsewhere =
+        support::pack_with(json!({"s": {"url": other.url}}), with_store(None)).expect("pack");
+    let entry = support::wait_for(&elsewhere, "s", "error", SETTLE).await;
+    assert_eq!(
+        entry["reason"],
+        "the server requires authorization: this Host cannot log in to servers"
+    );
+    let sent = other.requests();
+    assert!(
+        sent.iter().all(|r| r.header("authorization").is_none()),
+        "the stored token went to another server"
+    );
 }

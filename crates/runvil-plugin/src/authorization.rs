@@ -5,7 +5,8 @@
 //! opens a browser, listens on a port or starts a process: bringing the user to the
 //! authorization server and back is the Host's, through an [`Authorizer`] it lends under
 //! [`AUTHORIZER`]. A Host without one still runs Packs; a server that needs authorization is
-//! then shown as unavailable with the Host's [`AUTHORIZATION_HINT`].
+//! then shown as unavailable with the Host's [`AUTHORIZATION_HINT`]. What lets a Pack stay
+//! authorized between runs is kept by the Host's [`CredentialStore`].
 
 use std::sync::Arc;
 
@@ -48,6 +49,22 @@ impl AuthorizationRequest {
         }
     }
 }
+
+/// Where a Host keeps what a Pack needs to stay authorized between runs (tokens, a
+/// registered client), as opaque text under a key the Pack chooses (a server's name). The
+/// values are credentials: a Host keeps them as it keeps passwords (one file readable by the
+/// user alone, a keychain).
+pub trait CredentialStore: Send + Sync {
+    /// The value saved under `key`, if any.
+    fn load(&self, key: &str) -> Option<String>;
+    /// Saves `value` under `key`, replacing what was there.
+    fn save(&self, key: &str, value: &str) -> Result<(), String>;
+    /// Forgets what is saved under `key`.
+    fn delete(&self, key: &str) -> Result<(), String>;
+}
+
+/// The Host's [`CredentialStore`]. Without one, authorizations last as long as the Pack.
+pub const CREDENTIAL_STORE: Service<Arc<dyn CredentialStore>> = Service::new("credential-store");
 
 /// The Host's [`Authorizer`], lent only when the user can take part (a login command, a test
 /// playing the browser).

@@ -11,8 +11,9 @@
 //! - [`Packs`], [`PackFactory`], [`Construct`]: the registry and how a Pack is built.
 //! - [`Pack`], [`ToolSpec`], [`ToolError`], [`Unavailable`]: what a built Pack offers.
 //! - [`Services`], [`Service`], [`TOKIO_RUNTIME`]: typed values a Host lends to Packs.
-//! - [`Authorizer`], [`AUTHORIZER`], [`CLIENT_METADATA_URL`], [`AUTHORIZATION_HINT`]: the
-//!   user's part of an OAuth authorization, which a Host lends to Packs that need it.
+//! - [`Authorizer`], [`AUTHORIZER`], [`CLIENT_METADATA_URL`], [`AUTHORIZATION_HINT`],
+//!   [`CredentialStore`], [`CREDENTIAL_STORE`]: the user's part of an OAuth authorization and
+//!   the storage of its outcome, which a Host lends to Packs that need them.
 //!
 //! The contract is deliberately free of async-trait machinery: futures are boxed
 //! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio`.
@@ -28,6 +29,7 @@ mod services;
 
 pub use authorization::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, CLIENT_METADATA_URL,
+    CREDENTIAL_STORE, CredentialStore,
 };
 pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};
