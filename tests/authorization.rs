@@ -17,109 +17,12 @@ use runvil_plugin::{
     CredentialStore, Services,
 };
 use serde_json::{Value, json};
-use support::hostile::{Hostile, Request, Script, Step, http, mcp};
+use support::hostile::{Hostile, Request, Script, Step};
+use support::oauth::{Answer, Bend, CODE, TOKEN, World, answer, json_answer};
 
-/// The access token the authorization server issues: a canary that must never be shown.
-const TOKEN: &str = "tok-canary-5f1e9a7c";
-/// The code it hands the user's browser.
-const CODE: &str = "code-canary-0b3d";
 const SETTLE: Duration = Duration::from_secs(20);
 /// The largest answer the Pack reads from an authorization server (policy).
 const MAX_OAUTH_RESPONSE_BYTES: usize = 64 * 1024;
-
-/// A change to a metadata document (`host` is `127.0.0.1:<port>`).
-type Bend = fn(&str, &mut Value);
-/// An answer to a request.
-type Answer = fn(&Request) -> Script;
-
-/// What the authorization server and the server say, each bendable by a test.
-#[derive(Clone)]
-struct World {
-    /// Changes the authorization server's metadata.
-    metadata: Bend,
-    /// Changes the protected resource metadata.
-    resource: Bend,
-    /// Answers the token request, if not with the token.
-    token: Option<Answer>,
-}
-
-impl Default for World {
-    fn default() -> Self {
-        Self {
-            metadata: |_, _| {},
-            resource: |_, _| {},
-            token: None,
-        }
-    }
-}
-
-/// An answer on a connection kept open, as real servers keep them: a server that closes
-/// each one races the client's reuse of it, which is not what these tests are about.
-fn answer(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Script {
-    Script {
-        steps: vec![Step::Write(http(status, headers, body))],
-        keep_alive: true,
-    }
-}
-
-fn json_answer(status: &str, body: &Value) -> Script {
-    answer(
-        status,
-        &[("content-type", "application/json")],
-        body.to_string().as_bytes(),
-    )
-}
-
-impl World {
-    fn handler(self) -> impl Fn(&Request) -> Script + Send + Sync + 'static {
-        move |r: &Request| {
-            let host = r.header("host").unwrap_or_default().to_owned();
-            let path = r.target.split('?').next().unwrap_or_default();
-            match (r.method.as_str(), path) {
-                ("POST", "/mcp") => {
-                    if r.header("authorization") == Some(&format!("Bearer {TOKEN}")) {
-                        return mcp(r);
-                    }
-                    let challenge = format!(
-                        r#"Bearer resource_metadata="http://{host}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools""#
-                    );
-                    answer("401 Unauthorized", &[("www-authenticate", &challenge)], b"")
-                }
-                ("GET", "/.well-known/oauth-protected-resource/mcp") => {
-                    let mut body = json!({
-                        "resource": format!("http://{host}/mcp"),
-                        "authorization_servers": [format!("http://{host}/as")],
-                    });
-                    (self.resource)(&host, &mut body);
-                    json_answer("200 OK", &body)
-                }
-                ("GET", "/.well-known/oauth-authorization-server/as") => {
-                    let mut body = json!({
-                        "issuer": format!("http://{host}/as"),
-                        "authorization_endpoint": format!("http://{host}/as/authorize"),
-                        "token_endpoint": format!("http://{host}/as/token"),
-                        "registration_endpoint": format!("http://{host}/as/register"),
-                        "code_challenge_methods_supported": ["S256"],
-                        "authorization_response_iss_parameter_supported": true,
-                    });
-                    (self.metadata)(&host, &mut body);
-                    json_answer("200 OK", &body)
-                }
-                ("POST", "/as/register") => {
-                    json_answer("201 Created", &json!({"client_id": "client-1"}))
-                }
-                ("POST", "/as/token") => match self.token {
-                    Some(answer) => answer(r),
-                    None => json_answer(
-                        "200 OK",
-                        &json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600}),
-                    ),
-                },
-                _ => answer("404 Not Found", &[], b""),
-            }
-        }
-    }
-}
 
 /// The user's browser: approves at once, answering with the code, the request's `state`, and
 /// `iss` (the issuer the request was sent to, unless the test says otherwise).

@@ -6,6 +6,7 @@
 pub mod canaries;
 pub mod hostile;
 pub mod logs;
+pub mod oauth;
 pub mod python_sdk;
 pub mod rmcp_server;
 

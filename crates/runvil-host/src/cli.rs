@@ -18,7 +18,8 @@ Exit codes:
   2    invalid: the command line or the tool call was wrong (unknown namespace or tool, bad
        arguments, server not ready)
   3    backend: the server answered with an error
-  4    transport: the server could not be reached or did not answer in time
+  4    transport: the server could not be reached or did not answer in time, or `login`
+       ended without authorizing it
   130  interrupted (Ctrl-C)
 
 Signals:
@@ -72,6 +73,25 @@ pub(crate) enum Command {
     Check {
         #[command(flatten)]
         source: Source,
+    },
+    /// Log in to a server that requires OAuth: opens the browser (or prints the URL) and keeps
+    /// the outcome in the credentials file for the other commands.
+    Login {
+        /// The server's namespace.
+        namespace: String,
+        #[command(flatten)]
+        source: Source,
+        /// Seconds to wait for the authorization to complete.
+        #[arg(long, value_name = "SECS", default_value_t = 300)]
+        wait: u64,
+        /// Print the authorization URL on stderr instead of opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget what `login` kept for a server.
+    Logout {
+        /// The server's namespace.
+        namespace: String,
     },
 }
 

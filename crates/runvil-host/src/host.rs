@@ -5,11 +5,15 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{Pack, Packs, Services, TOKIO_RUNTIME, ToolError};
+use runvil_plugin::{
+    AUTHORIZATION_HINT, AUTHORIZER, Authorizer, CREDENTIAL_STORE, CredentialStore, Pack, Packs,
+    Services, TOKIO_RUNTIME, ToolError,
+};
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 
 use crate::cli::Answer;
+use crate::credentials::FileStore;
 use crate::output::Format;
 use crate::{discovery, progress};
 
@@ -17,7 +21,7 @@ pub(crate) const EXIT_OK: u8 = 0;
 pub(crate) const EXIT_OTHER: u8 = 1;
 const EXIT_INVALID: u8 = 2;
 const EXIT_BACKEND: u8 = 3;
-const EXIT_TRANSPORT: u8 = 4;
+pub(crate) const EXIT_TRANSPORT: u8 = 4;
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// How long farewell messages get to leave before the process exits.
@@ -86,12 +90,43 @@ async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str
     code
 }
 
-/// Installs `plugin_mcp` through the contract and builds its Pack on `runtime`.
+/// What a server that needs a login says under every command but `login`.
+const LOGIN_HINT: &str = "run `runvil login {namespace}`";
+
+/// Installs `plugin_mcp` through the contract and builds its Pack on `runtime`, with the
+/// credentials file lent (so servers a user logged in to stay authorized) and no way to log
+/// in but the hint.
 pub(crate) fn build_pack(servers: Value, runtime: Handle) -> Result<Arc<dyn Pack>, String> {
+    let store = FileStore::default_place().map(|store| Arc::new(store) as Arc<dyn CredentialStore>);
+    build_pack_on(servers, runtime, None, store)
+}
+
+/// [`build_pack`] on the current runtime, with an authorizer (`runvil login`) and a store.
+pub(crate) fn build_pack_with(
+    servers: Value,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    store: Option<Arc<dyn CredentialStore>>,
+) -> Result<Arc<dyn Pack>, String> {
+    build_pack_on(servers, Handle::current(), authorizer, store)
+}
+
+fn build_pack_on(
+    servers: Value,
+    runtime: Handle,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    store: Option<Arc<dyn CredentialStore>>,
+) -> Result<Arc<dyn Pack>, String> {
     let mut packs = Packs::new();
     plugin_mcp::install(&mut packs, &json!({ "mcp": servers }));
     let mut services = Services::new();
     services.insert(TOKIO_RUNTIME, runtime);
+    services.insert(AUTHORIZATION_HINT, LOGIN_HINT.to_owned());
+    if let Some(authorizer) = authorizer {
+        services.insert(AUTHORIZER, authorizer);
+    }
+    if let Some(store) = store {
+        services.insert(CREDENTIAL_STORE, store);
+    }
     packs.construct("mcp", &services).map_err(|e| e.to_string())
 }
 

@@ -8,7 +8,8 @@
 //! - `host`: `tools` and `call`, and what every command shares (the Pack, exit codes, stdout).
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
 //! - `logging`: log lines on stderr, with the HTTP stack's lines capped.
-//! - `check`, `serve`, `demo`: one command each.
+//! - `check`, `serve`, `demo`, `login` (with `logout`): one command each.
+//! - `credentials`: the file where logins are kept.
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -16,10 +17,12 @@
 
 mod check;
 mod cli;
+mod credentials;
 mod demo;
 mod discovery;
 mod host;
 mod logging;
+mod login;
 mod output;
 mod progress;
 mod serve;
@@ -56,6 +59,13 @@ fn main() -> ExitCode {
             args,
             answer,
         } => block_on(host::call(namespace, tool, args, &answer)),
+        Command::Login {
+            namespace,
+            source,
+            wait,
+            no_browser,
+        } => block_on(login::login(namespace, &source, wait, no_browser)),
+        Command::Logout { namespace } => login::logout(&namespace),
     };
     ExitCode::from(code)
 }

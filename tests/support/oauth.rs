@@ -1,0 +1,130 @@
+//! An MCP server behind an OAuth authorization server, both of the hostile test server's
+//! making on one loopback port, each bendable by a test: its protected resource metadata, its
+//! authorization server's metadata, registration, an authorization endpoint that approves at
+//! once, and the token endpoint. The server answers like [`mcp`] to the token it issued and
+//! with a `401` challenge to anything else.
+
+use serde_json::{Value, json};
+
+use super::hostile::{Request, Script, Step, http, mcp};
+
+/// The access token the authorization server issues: a canary that must never be shown.
+pub const TOKEN: &str = "tok-canary-5f1e9a7c";
+/// The code it hands the user's browser.
+pub const CODE: &str = "code-canary-0b3d";
+
+/// A change to a metadata document (`host` is `127.0.0.1:<port>`).
+pub type Bend = fn(&str, &mut Value);
+/// An answer to a request.
+pub type Answer = fn(&Request) -> Script;
+
+/// What the authorization server and the server say, each bendable by a test.
+#[derive(Clone)]
+pub struct World {
+    /// Changes the authorization server's metadata.
+    pub metadata: Bend,
+    /// Changes the protected resource metadata.
+    pub resource: Bend,
+    /// Answers the token request, if not with the token.
+    pub token: Option<Answer>,
+}
+
+impl Default for World {
+    fn default() -> Self {
+        Self {
+            metadata: |_, _| {},
+            resource: |_, _| {},
+            token: None,
+        }
+    }
+}
+
+/// An answer on a connection kept open, as real servers keep them: a server that closes
+/// each one races the client's reuse of it, which is not what these tests are about.
+pub fn answer(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Script {
+    Script {
+        steps: vec![Step::Write(http(status, headers, body))],
+        keep_alive: true,
+    }
+}
+
+pub fn json_answer(status: &str, body: &Value) -> Script {
+    answer(
+        status,
+        &[("content-type", "application/json")],
+        body.to_string().as_bytes(),
+    )
+}
+
+impl World {
+    pub fn handler(self) -> impl Fn(&Request) -> Script + Send + Sync + 'static {
+        move |r: &Request| {
+            let host = r.header("host").unwrap_or_default().to_owned();
+            let path = r.target.split('?').next().unwrap_or_default();
+            match (r.method.as_str(), path) {
+                ("POST", "/mcp") => {
+                    if r.header("authorization") == Some(&format!("Bearer {TOKEN}")) {
+                        return mcp(r);
+                    }
+                    let challenge = format!(
+                        r#"Bearer resource_metadata="http://{host}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools""#
+                    );
+                    answer("401 Unauthorized", &[("www-authenticate", &challenge)], b"")
+                }
+                ("GET", "/.well-known/oauth-protected-resource/mcp") => {
+                    let mut body = json!({
+                        "resource": format!("http://{host}/mcp"),
+                        "authorization_servers": [format!("http://{host}/as")],
+                    });
+                    (self.resource)(&host, &mut body);
+                    json_answer("200 OK", &body)
+                }
+                ("GET", "/.well-known/oauth-authorization-server/as") => {
+                    let mut body = json!({
+                        "issuer": format!("http://{host}/as"),
+                        "authorization_endpoint": format!("http://{host}/as/authorize"),
+                        "token_endpoint": format!("http://{host}/as/token"),
+                        "registration_endpoint": format!("http://{host}/as/register"),
+                        "code_challenge_methods_supported": ["S256"],
+                        "authorization_response_iss_parameter_supported": true,
+                    });
+                    (self.metadata)(&host, &mut body);
+                    json_answer("200 OK", &body)
+                }
+                ("GET", "/as/authorize") => {
+                    // Approves at once, as the suite's authorization servers do: back to the
+                    // redirect URI with the code, the state and the issuer.
+                    let query: Vec<(String, String)> = url::form_urlencoded::parse(
+                        r.target.split_once('?').map_or("", |q| q.1).as_bytes(),
+                    )
+                    .into_owned()
+                    .collect();
+                    let param = |name: &str| {
+                        query
+                            .iter()
+                            .find(|(k, _)| k == name)
+                            .map(|(_, v)| v.clone())
+                            .unwrap_or_default()
+                    };
+                    let mut back = url::Url::parse(&param("redirect_uri")).expect("a redirect URI");
+                    back.query_pairs_mut()
+                        .append_pair("code", CODE)
+                        .append_pair("state", &param("state"))
+                        .append_pair("iss", &format!("http://{host}/as"));
+                    answer("302 Found", &[("location", back.as_str())], b"")
+                }
+                ("POST", "/as/register") => {
+                    json_answer("201 Created", &json!({"client_id": "client-1"}))
+                }
+                ("POST", "/as/token") => match self.token {
+                    Some(answer) => answer(r),
+                    None => json_answer(
+                        "200 OK",
+                        &json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600}),
+                    ),
+                },
+                _ => answer("404 Not Found", &[], b""),
+            }
+        }
+    }
+}
