@@ -49,7 +49,7 @@ use self::flow::{Grant, Tokens};
 use self::registration::ClientIdentity;
 use crate::config::Preregistered;
 use crate::envelope::{clean_text, truncate};
-use crate::policy::MAX_ERROR_CHARS;
+use crate::policy::{AUTHORIZATION_DEADLINE, MAX_ERROR_CHARS};
 use crate::secret::{Scrubber, Secret};
 
 /// A token this close to its expiry is refreshed before it is sent.
@@ -119,6 +119,16 @@ pub(crate) struct Authorization {
     flow: tokio::sync::Mutex<FlowState>,
     /// Whether the Host's store has been read for this server.
     loaded: AtomicBool,
+    /// Time spent waiting for the user (in a browser): the start deadline does not count it.
+    user: std::sync::Mutex<UserTime>,
+}
+
+/// The time the user took, over every authorization so far.
+#[derive(Default)]
+struct UserTime {
+    spent: Duration,
+    /// When the authorization under way started waiting for the user.
+    since: Option<Instant>,
 }
 
 /// What requests carry now, and which tokens it came from.
@@ -204,6 +214,22 @@ impl Authorization {
             current: RwLock::default(),
             flow: tokio::sync::Mutex::default(),
             loaded: AtomicBool::new(false),
+            user: std::sync::Mutex::default(),
+        }
+    }
+
+    /// How long the user has taken so far, the authorization under way included.
+    pub(crate) fn user_time(&self) -> Duration {
+        let user = self.user.lock().unwrap_or_else(PoisonError::into_inner);
+        user.spent + user.since.map_or(Duration::ZERO, |since| since.elapsed())
+    }
+
+    fn waiting_for_user(&self, waiting: bool) {
+        let mut user = self.user.lock().unwrap_or_else(PoisonError::into_inner);
+        match (waiting, user.since.take()) {
+            (true, _) => user.since = Some(Instant::now()),
+            (false, Some(since)) => user.spent += since.elapsed(),
+            (false, None) => {}
         }
     }
 
@@ -450,12 +476,24 @@ impl Authorization {
                 let url = fetch::checked_url(pending.url.as_str(), "the authorization URL")?;
                 tracing::debug!(server = %self.namespace, "asking the Host to authorize");
                 let request = AuthorizationRequest::new(self.namespace.clone(), url.as_str());
-                let params = authorizer.authorize(request).await.map_err(|e| {
-                    AuthError::Refused(format!(
-                        "the authorization did not complete: {}",
-                        truncate(clean_text(&e), MAX_ERROR_CHARS)
-                    ))
-                })?;
+                self.waiting_for_user(true);
+                let answer =
+                    tokio::time::timeout(AUTHORIZATION_DEADLINE, authorizer.authorize(request))
+                        .await;
+                self.waiting_for_user(false);
+                let params = answer
+                    .map_err(|_| {
+                        AuthError::Refused(format!(
+                            "the authorization was not completed within {} s",
+                            AUTHORIZATION_DEADLINE.as_secs()
+                        ))
+                    })?
+                    .map_err(|e| {
+                        AuthError::Refused(format!(
+                            "the authorization did not complete: {}",
+                            truncate(clean_text(&e), MAX_ERROR_CHARS)
+                        ))
+                    })?;
                 code = flow::code(&pending, &metadata, &params)?;
                 Grant::Code {
                     code: &code,

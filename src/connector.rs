@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::time::Duration;
 
 use reqwest::{Client, Url};
 use tokio::runtime::Handle;
@@ -102,7 +103,7 @@ pub(crate) fn spawn(
             tracing::warn!(server = %name, reason = %log_safe(&reason), "server did not start");
             server.set(Status::Error(reason));
         };
-        let ready = retry_until_ready(attempt, on_failure).await;
+        let ready = retry_until_ready(attempt, on_failure, || auth.user_time()).await;
         for dropped in &ready.tools.rejected {
             let tool = log_safe(&scrubber.scrub(&dropped.name));
             tracing::warn!(server = %name, %tool, reason = %dropped.reason, "tool dropped");
@@ -153,21 +154,40 @@ async fn start(
 }
 
 /// Runs `attempt` under the start deadline until it succeeds, reporting each failure and
-/// waiting [`retry_delay`] between attempts.
-async fn retry_until_ready<T, F, Fut>(mut attempt: F, mut on_failure: impl FnMut(String)) -> T
+/// waiting [`retry_delay`] between attempts. The time `excused` reports (the user's, in a
+/// browser, which has its own bound) is added to the deadline: the deadline is for the
+/// server, not for a person logging in.
+async fn retry_until_ready<T, F, Fut>(
+    mut attempt: F,
+    mut on_failure: impl FnMut(String),
+    excused: impl Fn() -> Duration,
+) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, String>>,
 {
     let mut failures = 0u32;
     loop {
-        let reason = match tokio::time::timeout(START_ATTEMPT_DEADLINE, attempt()).await {
-            Ok(Ok(ready)) => return ready,
-            Ok(Err(reason)) => reason,
-            Err(_) => format!(
-                "did not connect and list its tools within {} s",
-                START_ATTEMPT_DEADLINE.as_secs()
-            ),
+        let started = tokio::time::Instant::now();
+        let excused_before = excused();
+        let running = attempt();
+        tokio::pin!(running);
+        let reason = loop {
+            let deadline = started + START_ATTEMPT_DEADLINE + (excused() - excused_before);
+            match tokio::time::timeout_at(deadline, &mut running).await {
+                Ok(Ok(ready)) => return ready,
+                Ok(Err(reason)) => break reason,
+                // The user took some of the time: the deadline moved; wait on.
+                Err(_)
+                    if started + START_ATTEMPT_DEADLINE + (excused() - excused_before)
+                        > deadline => {}
+                Err(_) => {
+                    break format!(
+                        "did not connect and list its tools within {} s",
+                        START_ATTEMPT_DEADLINE.as_secs()
+                    );
+                }
+            }
         };
         failures = failures.saturating_add(1);
         on_failure(reason);
@@ -202,7 +222,7 @@ mod tests {
             }
         };
         let mut reasons = Vec::new();
-        let ready = retry_until_ready(attempt, |r| reasons.push(r)).await;
+        let ready = retry_until_ready(attempt, |r| reasons.push(r), || Duration::ZERO).await;
         assert_eq!(ready, 10);
         assert_eq!(reasons.len(), 9);
         let at: Vec<u64> = attempts
@@ -216,6 +236,28 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn time_the_user_takes_moves_the_deadline() {
+        // The attempt needs 10 s past the deadline; the user took the first 60 s of it.
+        let started = Instant::now();
+        let attempt = || async {
+            tokio::time::sleep(START_ATTEMPT_DEADLINE + Duration::from_secs(10)).await;
+            Ok::<_, String>(())
+        };
+        let user = || started.elapsed().min(Duration::from_secs(60));
+        let mut reasons = Vec::new();
+        let ready = tokio::time::timeout(
+            START_ATTEMPT_DEADLINE * 2,
+            retry_until_ready(attempt, |r| reasons.push(r), user),
+        )
+        .await;
+        assert!(ready.is_ok() && reasons.is_empty(), "{reasons:?}");
+        assert_eq!(
+            started.elapsed(),
+            START_ATTEMPT_DEADLINE + Duration::from_secs(10)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn an_attempt_past_the_deadline_fails_with_a_reason() {
         let attempt = || async {
             tokio::time::sleep(START_ATTEMPT_DEADLINE + Duration::from_secs(1)).await;
@@ -224,7 +266,7 @@ mod tests {
         let mut reasons = Vec::new();
         let deadline = tokio::time::timeout(
             START_ATTEMPT_DEADLINE + Duration::from_millis(1500),
-            retry_until_ready(attempt, |r| reasons.push(r)),
+            retry_until_ready(attempt, |r| reasons.push(r), || Duration::ZERO),
         )
         .await;
         assert!(deadline.is_err(), "the attempt should never finish");

@@ -79,6 +79,11 @@ pub(crate) const MAX_OAUTH_RESPONSE_BYTES: usize = 64 * 1024;
 /// servers answer at once; a slow one must not hold a start attempt for long.
 pub(crate) const OAUTH_REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 
+/// How long the user may take in the browser for one authorization (a login with a second
+/// factor, a consent screen). This wait is not counted in [`START_ATTEMPT_DEADLINE`], which
+/// bounds the server, not the person.
+pub(crate) const AUTHORIZATION_DEADLINE: Duration = Duration::from_secs(600);
+
 /// Authorizations one request to an MCP server may set off (a first one, then step-ups for
 /// more scopes) before it fails: the specification asks clients to stop after a few, so a
 /// server that never accepts a token cannot send the user to log in again and again.
@@ -349,6 +354,7 @@ fn table() -> Vec<(&'static str, String)> {
             MAX_OAUTH_RESPONSE_BYTES.to_string(),
         ),
         ("OAUTH_REQUEST_DEADLINE", secs(OAUTH_REQUEST_DEADLINE)),
+        ("AUTHORIZATION_DEADLINE", secs(AUTHORIZATION_DEADLINE)),
         (
             "MAX_AUTHORIZATIONS_PER_REQUEST",
             MAX_AUTHORIZATIONS_PER_REQUEST.to_string(),
