@@ -87,14 +87,14 @@ pub(crate) fn spawn(
             return;
         };
         let scrubbers = vec![Arc::clone(&own), Arc::clone(&scrubber)];
-        let auth = Authorization::new(
+        let oauth = spec.oauth.clone();
+        let auth = Arc::new(Authorization::new(
             server.name.clone(),
             url,
             host,
-            spec.oauth.clone(),
+            oauth,
             scrubbers,
-        );
-        let (own, auth) = (own, Arc::new(auth));
+        ));
         let attempt = || start(&task_runtime, &spec, &client, &own, &auth);
         let name = log_safe(&server.name);
         let on_failure = |reason: String| {

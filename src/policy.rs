@@ -84,6 +84,11 @@ pub(crate) const OAUTH_REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 /// bounds the server, not the person.
 pub(crate) const AUTHORIZATION_DEADLINE: Duration = Duration::from_secs(600);
 
+/// The longest part of an authorization server's text (an error and its description, a
+/// token type) that a reason quotes, after cleaning: enough to say what went wrong, too little
+/// to carry a payload.
+pub(crate) const MAX_OAUTH_QUOTED_CHARS: usize = 200;
+
 /// Authorizations one request to an MCP server may set off (a first one, then step-ups for
 /// more scopes) before it fails: the specification asks clients to stop after a few, so a
 /// server that never accepts a token cannot send the user to log in again and again.
@@ -354,6 +359,7 @@ fn table() -> Vec<(&'static str, String)> {
             MAX_OAUTH_RESPONSE_BYTES.to_string(),
         ),
         ("OAUTH_REQUEST_DEADLINE", secs(OAUTH_REQUEST_DEADLINE)),
+        ("MAX_OAUTH_QUOTED_CHARS", MAX_OAUTH_QUOTED_CHARS.to_string()),
         ("AUTHORIZATION_DEADLINE", secs(AUTHORIZATION_DEADLINE)),
         (
             "MAX_AUTHORIZATIONS_PER_REQUEST",

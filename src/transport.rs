@@ -370,7 +370,7 @@ impl Transport {
                 reply: Reply::Json(scrubbed_body(body, scrubber)),
             });
         }
-        let response = checked(Ok(response))?;
+        let response = checked(response)?;
         let session_id = session_id_of(&response)?;
         let reply = match content_type(&response, scrubber) {
             Some(kind) if kind.eq_ignore_ascii_case(JSON_TYPE) => {
@@ -478,7 +478,7 @@ impl Transport {
         headers.insert(LAST_EVENT_ID, id);
         let request = self.client.get(self.endpoint.url.clone()).headers(headers);
         let scrubber = &self.endpoint.scrubber;
-        let response = checked(sent(request.send().await, scrubber))?;
+        let response = checked(sent(request.send().await, scrubber)?)?;
         match content_type(&response, scrubber) {
             Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
                 Ok(EventStream::new(response, Arc::clone(scrubber), None))
@@ -503,9 +503,8 @@ impl Transport {
     }
 }
 
-/// Sends `request`, turning every non-2xx answer into an error.
-fn checked(sent: Result<Response, TransportError>) -> Result<Response, TransportError> {
-    let response = sent?;
+/// `response` if it is a 2xx; every other answer is an error.
+fn checked(response: Response) -> Result<Response, TransportError> {
     let status = response.status();
     if status.is_redirection() {
         return Err(TransportError::Redirect(status.as_u16()));

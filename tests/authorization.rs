@@ -86,6 +86,11 @@ async fn setup(world: World, browser: Browser, entry: Value) -> Setup {
     }
 }
 
+/// [`setup`] with the browser that approves at once and a bare entry.
+async fn plain(world: World) -> Setup {
+    setup(world, Browser::default(), json!({})).await
+}
+
 fn requests_to(server: &Hostile, path: &str) -> Vec<Request> {
     server
         .requests()
@@ -206,7 +211,7 @@ async fn endpoints_a_user_or_the_pack_must_not_be_sent_to_are_refused_before_any
             metadata,
             ..World::default()
         };
-        let setup = setup(world, Browser::default(), json!({})).await;
+        let setup = plain(world).await;
         let entry = support::wait_for(&setup.pack, "s", "error", SETTLE).await;
         let text = entry["reason"].as_str().unwrap_or_default();
         assert!(text.starts_with("authorization failed: "), "{text}");
@@ -242,7 +247,7 @@ async fn metadata_for_another_resource_or_issuer_is_refused_before_anyone_is_ask
         ),
     ];
     for (world, reason) in worlds {
-        let setup = setup(world, Browser::default(), json!({})).await;
+        let setup = plain(world).await;
         let entry = support::wait_for(&setup.pack, "s", "error", SETTLE).await;
         let text = entry["reason"].as_str().unwrap_or_default();
         assert!(text.contains(reason), "{text}");
@@ -296,7 +301,7 @@ async fn a_token_endpoint_that_redirects_or_fails_gives_a_clean_reason() {
             token: Some(token),
             ..World::default()
         };
-        let setup = setup(world, Browser::default(), json!({})).await;
+        let setup = plain(world).await;
         let entry = support::wait_for(&setup.pack, "s", "error", SETTLE).await;
         let text = entry["reason"].as_str().unwrap_or_default();
         assert!(text.contains(reason), "{text}");
@@ -320,24 +325,16 @@ async fn metadata_may_reach_the_answer_cap_and_a_byte_more_is_refused() {
         let size = m.to_string().len() + r#","padding":"""#.len();
         m["padding"] = json!("p".repeat(MAX_OAUTH_RESPONSE_BYTES - size + 1));
     };
-    let fine = setup(
-        World {
-            metadata: at_limit,
-            ..World::default()
-        },
-        Browser::default(),
-        json!({}),
-    )
+    let fine = plain(World {
+        metadata: at_limit,
+        ..World::default()
+    })
     .await;
     support::wait_for(&fine.pack, "s", "ready", SETTLE).await;
-    let big = setup(
-        World {
-            metadata: past,
-            ..World::default()
-        },
-        Browser::default(),
-        json!({}),
-    )
+    let big = plain(World {
+        metadata: past,
+        ..World::default()
+    })
     .await;
     let entry = support::wait_for(&big.pack, "s", "error", SETTLE).await;
     let text = entry["reason"].as_str().unwrap_or_default();
@@ -393,7 +390,7 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
         }),
         ..World::default()
     };
-    let setup = setup(world, Browser::default(), json!({})).await;
+    let setup = plain(world).await;
     let entry = support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
     assert_eq!(entry["tools"], json!(["echo"]));
     assert_eq!(
@@ -429,7 +426,7 @@ async fn a_refused_token_is_refreshed_once_before_the_user_is_asked_again() {
         }),
         ..World::default()
     };
-    let setup = setup(world, Browser::default(), json!({})).await;
+    let setup = plain(world).await;
     support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
     assert_eq!(
         grants(&setup.server),
@@ -461,7 +458,7 @@ async fn a_refresh_that_fails_asks_the_user_again() {
         }),
         ..World::default()
     };
-    let setup = setup(world, Browser::default(), json!({})).await;
+    let setup = plain(world).await;
     support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
     assert_eq!(
         grants(&setup.server),

@@ -119,12 +119,7 @@ async fn invisible_characters_neither_hide_text_nor_split_secrets_nor_pass_in_na
     );
 
     let listing = support::list(&pack, json!({"namespace": "s"})).await;
-    let names: Vec<&str> = listing["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .map(|t| t["name"].as_str().expect("a name"))
-        .collect();
+    let names = support::tool_names(&listing);
     let mut want = ACCEPTED_NAMES.to_vec();
     want.extend(["add", "leaky"]);
     want.sort_unstable();

@@ -37,12 +37,7 @@ async fn the_dual_era_server_is_spoken_to_at_2026_07_28_with_the_revision_s_head
     let pack = ready_pack(&server).await;
     let listing = support::list(&pack, json!({"namespace": "py"})).await;
     assert_eq!(listing["protocolVersion"], "2026-07-28");
-    let names: Vec<&str> = listing["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let names = support::tool_names(&listing);
     assert_eq!(
         names,
         [

@@ -104,12 +104,7 @@ async fn reference_bombs_are_dropped_at_listing_and_the_other_tools_work() {
             {"name": "too_deep", "reason": "inputSchema is nested deeper than 128 levels through its references"},
         ])
     );
-    let names: Vec<&str> = listing["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let names = support::tool_names(&listing);
     assert_eq!(names, ["at_limit", "deepest", "echo"]);
     assert_eq!(
         support::call(&pack, "s", "in_bomb", json!({"a": "x"})).await,

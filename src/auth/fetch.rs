@@ -14,26 +14,19 @@ use serde::de::DeserializeOwned;
 
 use super::{AuthError, dpop};
 use crate::envelope::{clean_text, truncate};
-use crate::policy::{MAX_OAUTH_RESPONSE_BYTES, OAUTH_REQUEST_DEADLINE};
+use crate::policy::{MAX_OAUTH_QUOTED_CHARS, MAX_OAUTH_RESPONSE_BYTES, OAUTH_REQUEST_DEADLINE};
 use crate::transport::describe;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
-
-/// Longest part of a party's error text kept in a reason.
-const MAX_QUOTED_CHARS: usize = 200;
 
 /// `text` as a URL the Pack may send a request or the user to: `https`, or `http` to a
 /// loopback address only; no user name or password; no fragment. `what` names it in errors
 /// (the URL is the party's, so it is not quoted).
 pub(crate) fn checked_url(text: &str, what: &'static str) -> Result<Url, AuthError> {
     let url = Url::parse(text).map_err(|_| AuthError::Refused(format!("{what} is not a URL")))?;
-    let host = url.host_str().unwrap_or_default();
-    let ip = host.trim_start_matches('[').trim_end_matches(']');
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
     match url.scheme() {
         "https" => {}
-        "http" if loopback => {}
+        "http" if is_loopback(&url) => {}
         _ => {
             return Err(AuthError::Refused(format!(
                 "{what} is not an https URL (plain http is allowed only to a loopback address)"
@@ -51,6 +44,13 @@ pub(crate) fn checked_url(text: &str, what: &'static str) -> Result<Url, AuthErr
     Ok(url)
 }
 
+/// Whether `url`'s host is this machine: `localhost` or a loopback address.
+pub(crate) fn is_loopback(url: &Url) -> bool {
+    let host = url.host_str().unwrap_or_default();
+    let ip = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 /// An answer read whole: its status and body.
 pub(crate) struct Answer {
     pub(crate) status: u16,
@@ -66,36 +66,42 @@ impl Answer {
             .map_err(|_| AuthError::Refused(format!("{what} is not JSON of the expected shape")))
     }
 
-    /// Whether the answer is the OAuth error `code`.
-    pub(crate) fn is_error(&self, code: &str) -> bool {
-        #[derive(serde::Deserialize)]
-        struct Code {
-            error: String,
-        }
-        serde_json::from_slice::<Code>(&self.body).is_ok_and(|e| e.error == code)
+    /// The OAuth error (RFC 6749 §5.2) the answer carries, if it is one.
+    fn oauth_error(&self) -> Option<OAuthError> {
+        serde_json::from_slice(&self.body).ok()
     }
 
-    /// An OAuth error answer (RFC 6749 §5.2) as a reason: its `error` code and description,
-    /// cleaned and cut short, or the status alone.
+    /// Whether the answer is the OAuth error `code`.
+    pub(crate) fn is_error(&self, code: &str) -> bool {
+        self.oauth_error().is_some_and(|e| e.error == code)
+    }
+
+    /// An error answer as a reason: its OAuth `error` code and description, quoted, or the
+    /// status alone.
     pub(crate) fn failure(&self, what: &'static str) -> AuthError {
-        #[derive(serde::Deserialize)]
-        struct OAuthError {
-            error: String,
-            #[serde(default)]
-            error_description: Option<String>,
-        }
-        let quoted = match serde_json::from_slice::<OAuthError>(&self.body) {
-            Ok(e) => {
-                let text = match e.error_description {
-                    Some(description) => format!("{}: {description}", e.error),
-                    None => e.error,
-                };
-                format!(" ({})", truncate(clean_text(&text), MAX_QUOTED_CHARS))
-            }
-            Err(_) => String::new(),
+        let quoted = match self.oauth_error() {
+            Some(OAuthError {
+                error,
+                error_description: Some(description),
+            }) => format!(" ({})", quote(&format!("{error}: {description}"))),
+            Some(OAuthError { error, .. }) => format!(" ({})", quote(&error)),
+            None => String::new(),
         };
         AuthError::Refused(format!("{what} answered HTTP {}{quoted}", self.status))
     }
+}
+
+#[derive(serde::Deserialize)]
+struct OAuthError {
+    error: String,
+    #[serde(default)]
+    error_description: Option<String>,
+}
+
+/// A party's text as a reason may quote it: cleaned by the envelope and cut at
+/// [`MAX_OAUTH_QUOTED_CHARS`].
+pub(crate) fn quote(text: &str) -> String {
+    truncate(clean_text(text), MAX_OAUTH_QUOTED_CHARS)
 }
 
 /// GETs `url` expecting JSON.
@@ -171,6 +177,18 @@ async fn send(request: RequestBuilder) -> Result<Answer, AuthError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quote_is_cleaned_and_kept_up_to_its_limit_and_cut_past_it() {
+        let at = "q".repeat(MAX_OAUTH_QUOTED_CHARS);
+        assert_eq!(quote(&at), at);
+        let past = quote(&"q".repeat(MAX_OAUTH_QUOTED_CHARS + 1));
+        assert!(
+            past.starts_with(&at) && past.ends_with("[... 1 characters cut]"),
+            "{past}"
+        );
+        assert_eq!(quote("a\u{1b}[31mb\u{202e}c"), "abc");
+    }
 
     #[test]
     fn urls_must_be_https_or_loopback_http_without_userinfo_or_fragment() {

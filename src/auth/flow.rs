@@ -21,7 +21,6 @@ use super::discovery::ServerMetadata;
 use super::dpop::DpopKey;
 use super::fetch;
 use super::registration::{ClientIdentity, Method};
-use crate::envelope::{clean_text, truncate};
 use crate::secret::Secret;
 
 /// What application/x-www-form-urlencoded leaves as it is (RFC 6749 §2.3.1 encodes the
@@ -31,9 +30,6 @@ const FORM_KEPT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
     .remove(b'.')
     .remove(b'_');
-
-/// Longest part of an authorization server's error text kept in a reason.
-const MAX_QUOTED_CHARS: usize = 200;
 
 /// What one authorization request must be checked against when its answer comes back.
 pub(crate) struct Pending {
@@ -128,10 +124,7 @@ pub(crate) fn code(
         let description = param("error_description")
             .map(|d| format!(": {d}"))
             .unwrap_or_default();
-        let text = truncate(
-            clean_text(&format!("{error}{description}")),
-            MAX_QUOTED_CHARS,
-        );
+        let text = fetch::quote(&format!("{error}{description}"));
         return Err(AuthError::Refused(format!(
             "the authorization was not granted ({text})"
         )));
@@ -288,7 +281,7 @@ pub(crate) async fn tokens(
     if !bound && !answer.token_type.eq_ignore_ascii_case("bearer") {
         return Err(AuthError::Refused(format!(
             "the token is of type {}, not Bearer{}",
-            truncate(clean_text(&answer.token_type), MAX_QUOTED_CHARS),
+            fetch::quote(&answer.token_type),
             if dpop.is_some() { " or DPoP" } else { "" }
         )));
     }

@@ -3,7 +3,7 @@
 //! server accepts those, else Dynamic Client Registration (RFC 7591). An identity belongs to
 //! one issuer and is never shown to another.
 
-use reqwest::Client;
+use reqwest::{Client, Url};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -76,9 +76,7 @@ pub(crate) async fn identify(
     };
     // A loopback redirect is a native application's (RFC 8252); the specification asks for
     // the type to be said.
-    let native = redirect_uri.starts_with("http://127.0.0.1")
-        || redirect_uri.starts_with("http://localhost")
-        || redirect_uri.starts_with("http://[::1]");
+    let native = Url::parse(redirect_uri).is_ok_and(|uri| fetch::is_loopback(&uri));
     let request = json!({
         "client_name": CLIENT_NAME,
         "redirect_uris": [redirect_uri],

@@ -43,6 +43,16 @@ pub async fn list(pack: &Arc<dyn Pack>, args: Value) -> Value {
     serde_json::from_str(&text).expect("the listing is JSON")
 }
 
+/// The names of the tools in one server's listing (`get_dynamic_tools {namespace}`), in order.
+pub fn tool_names(listing: &Value) -> Vec<&str> {
+    listing["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("a name"))
+        .collect()
+}
+
 /// `mcp/call_dynamic_tool` on `namespace`'s `tool` with `arguments`.
 pub async fn call(
     pack: &Arc<dyn Pack>,

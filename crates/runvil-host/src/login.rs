@@ -97,9 +97,11 @@ fn callback_params(target: &str) -> Option<Vec<(String, String)>> {
     if path != CALLBACK_PATH {
         return None;
     }
-    let base = url::Url::parse("http://127.0.0.1/").ok()?;
-    let url = base.join(&format!("{CALLBACK_PATH}?{query}")).ok()?;
-    Some(url.query_pairs().into_owned().collect())
+    Some(
+        url::form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect(),
+    )
 }
 
 /// `runvil login NS`.
