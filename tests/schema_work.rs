@@ -254,7 +254,8 @@ async fn violation_texts_are_cleaned_and_capped() {
 fn a_dropped_call_never_starts_its_check() {
     // Every debug line of the Pack in this test binary.
     let logs = support::logs::capture("plugin_mcp=debug");
-    // One blocking thread, which the test holds: the call's check can only wait in line.
+    // One blocking thread, which the test holds: the call's first check compiles the schema
+    // there, so it can only wait in line.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(1)
