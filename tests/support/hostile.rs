@@ -59,11 +59,33 @@ pub struct Script {
 }
 
 impl Script {
+    /// Writes `bytes` and closes the connection. An HTTP/1.1 answer among them announces the
+    /// close (`connection: close`), as a server that closes must: otherwise the client may pool
+    /// the connection and race the close with its next request, which no real test wants.
     pub fn raw(bytes: impl Into<Vec<u8>>) -> Self {
         Self {
-            steps: vec![Step::Write(bytes.into())],
+            steps: vec![Step::Write(announcing_close(bytes.into()))],
             keep_alive: false,
         }
+    }
+}
+
+fn announcing_close(bytes: Vec<u8>) -> Vec<u8> {
+    let head_end = bytes.windows(4).position(|w| w == b"\r\n\r\n");
+    let status_end = bytes.windows(2).position(|w| w == b"\r\n");
+    let announced = head_end.is_some_and(|end| {
+        String::from_utf8_lossy(&bytes[..end])
+            .to_ascii_lowercase()
+            .contains("\r\nconnection:")
+    });
+    match status_end {
+        Some(end) if bytes.starts_with(b"HTTP/1.1 ") && head_end.is_some() && !announced => [
+            &bytes[..end + 2],
+            b"connection: close\r\n",
+            &bytes[end + 2..],
+        ]
+        .concat(),
+        _ => bytes,
     }
 }
 
