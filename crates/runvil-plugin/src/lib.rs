@@ -10,6 +10,8 @@
 //!
 //! - [`Packs`], [`PackFactory`], [`Construct`]: the registry and how a Pack is built.
 //! - [`Pack`], [`ToolSpec`], [`ToolError`], [`Unavailable`]: what a built Pack offers.
+//! - [`StatusReceiver`], [`BackendStatus`], [`BackendState`], [`Progress`], [`ProgressSink`]:
+//!   what a Host observes of a running Pack (see [`Pack::status`], [`Pack::shutdown`]).
 //! - [`Services`], [`Service`], [`TOKIO_RUNTIME`]: typed values a Host lends to Packs.
 //! - [`Authorizer`], [`AUTHORIZER`], [`CLIENT_METADATA_URL`], [`AUTHORIZATION_HINT`],
 //!   [`CredentialStore`], [`CREDENTIAL_STORE`]: the user's part of an OAuth authorization and
@@ -26,6 +28,7 @@ mod authorization;
 mod pack;
 mod packs;
 mod services;
+mod status;
 
 pub use authorization::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, CLIENT_METADATA_URL,
@@ -34,6 +37,7 @@ pub use authorization::{
 pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};
+pub use status::{BackendState, BackendStatus, Progress, ProgressSink, StatusReceiver};
 
 /// A Plugin: inserts its Packs into the Host's registry, given the Host's whole configuration.
 ///

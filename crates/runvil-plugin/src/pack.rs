@@ -1,10 +1,12 @@
-//! What a built Pack offers a run: its tools, readiness, and calls.
+//! What a built Pack offers a run: its tools, readiness, calls, status, and shutdown.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
 use serde_json::Value;
+
+use crate::status::{ProgressSink, StatusReceiver};
 
 /// A boxed, sendable future: the contract's only async shape.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -26,7 +28,36 @@ pub trait Pack: Send + Sync {
 
     /// Calls one of [`Pack::tools`] by its qualified name with JSON arguments and answers text
     /// for a model.
+    ///
+    /// The call runs on the runtime the Host lent the Pack (its work, timers and I/O),
+    /// whatever executor polls the returned future.
     fn call(&self, tool: &str, args: Value) -> BoxFuture<'_, Result<String, ToolError>>;
+
+    /// [`Pack::call`], with the call's [`Progress`](crate::Progress) reported to `progress`
+    /// as its backend sends it. A Pack that has no progress to report makes the plain call.
+    fn call_with_progress(
+        &self,
+        tool: &str,
+        args: Value,
+        progress: ProgressSink,
+    ) -> BoxFuture<'_, Result<String, ToolError>> {
+        let _ = progress;
+        self.call(tool, args)
+    }
+
+    /// Where each of the Pack's backends stands, updated as it changes: a Host waits on it
+    /// (`wait_for`) and shows it instead of polling. A Pack without backends has none.
+    fn status(&self) -> StatusReceiver {
+        tokio::sync::watch::channel(Vec::new()).1
+    }
+
+    /// Ends the Pack's work: stops its background tasks, abandons calls in flight, tells each
+    /// backend goodbye (for `plugin_mcp`, the end of each session), and completes when that is
+    /// done or its own bound has passed, so a Host can exit without a grace sleep. Calls made
+    /// afterwards fail.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// One tool as a model sees it.
