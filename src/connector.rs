@@ -10,7 +10,9 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use reqwest::{Client, Url};
+use runvil_plugin::{BackendState, BackendStatus};
 use tokio::runtime::Handle;
+use tokio::sync::watch;
 
 use crate::auth::{Authorization, HostAuth};
 use crate::config::ServerSpec;
@@ -25,7 +27,25 @@ use crate::transport::{self, Transport, TransportError};
 pub(crate) enum Status {
     Loading,
     Ready(Ready),
-    Error(String),
+    /// An attempt failed (unreachable, a bad answer, authorization needed); the task tries
+    /// again.
+    Failed(String),
+    /// The entry was refused; nothing will be tried.
+    Refused(String),
+}
+
+impl Status {
+    /// What the contract shows a Host of this status.
+    fn public(&self) -> BackendState {
+        match self {
+            Self::Loading => BackendState::Loading,
+            Self::Ready(ready) => BackendState::Ready {
+                tools: ready.tools.tools.len(),
+            },
+            Self::Failed(reason) => BackendState::Failed(reason.clone()),
+            Self::Refused(reason) => BackendState::Refused(reason.clone()),
+        }
+    }
 }
 
 /// A started server: its session and checked tools.
@@ -37,18 +57,36 @@ pub(crate) struct Ready {
     pub(crate) cache: CacheHints,
 }
 
+/// Every server's status as the contract shows it, which Hosts subscribe to
+/// ([`runvil_plugin::Pack::status`]).
+pub(crate) type Board = Arc<watch::Sender<Vec<BackendStatus>>>;
+
 /// One configured server, shared by its task and the Pack.
 #[derive(Debug)]
 pub(crate) struct Server {
     pub(crate) name: String,
     status: RwLock<Status>,
+    board: Board,
+    /// Its place on the board.
+    index: usize,
 }
 
 impl Server {
-    pub(crate) fn new(name: String, status: Status) -> Self {
+    /// A server with `status`, added to the end of `board`.
+    pub(crate) fn new(name: String, status: Status, board: &Board) -> Self {
+        let mut index = 0;
+        board.send_modify(|all| {
+            index = all.len();
+            all.push(BackendStatus {
+                name: name.clone(),
+                state: status.public(),
+            });
+        });
         Self {
             name,
             status: RwLock::new(status),
+            board: Arc::clone(board),
+            index,
         }
     }
 
@@ -60,7 +98,17 @@ impl Server {
     }
 
     fn set(&self, status: Status) {
+        let state = status.public();
         *self.status.write().unwrap_or_else(PoisonError::into_inner) = status;
+        // Only this server's task sets its status, so the board sees its changes in order.
+        self.board
+            .send_if_modified(|all| match all.get_mut(self.index) {
+                Some(entry) if entry.state != state => {
+                    entry.state = state;
+                    true
+                }
+                _ => false,
+            });
     }
 }
 
@@ -83,7 +131,7 @@ pub(crate) fn spawn(
         // Kept across attempts: what the server's scrubber learns (tokens) and the tokens.
         let own = Arc::new(Scrubber::new(spec.secrets.iter().cloned()));
         let Ok(url) = Url::parse(spec.url.expose()) else {
-            server.set(Status::Error(TransportError::InvalidUrl.to_string()));
+            server.set(Status::Failed(TransportError::InvalidUrl.to_string()));
             return;
         };
         let scrubbers = vec![Arc::clone(&own), Arc::clone(&scrubber)];
@@ -101,7 +149,7 @@ pub(crate) fn spawn(
             // A reason may quote what the server sent (a content type, an error text).
             let reason = truncate(scrubber.clean(clean_text(&reason)), MAX_ERROR_CHARS);
             tracing::warn!(server = %name, reason = %log_safe(&reason), "server did not start");
-            server.set(Status::Error(reason));
+            server.set(Status::Failed(reason));
         };
         let ready = retry_until_ready(attempt, on_failure, || auth.user_time()).await;
         for dropped in &ready.tools.rejected {

@@ -143,10 +143,27 @@ pub(crate) const CLIENT_INFO: ClientInfo = ClientInfo {
     version: env!("CARGO_PKG_VERSION"),
 };
 
-/// `_meta` of a 2026-07-28 request: what the handshake said once at 2025-11-25, said again
-/// by every request, so each stands on its own.
-#[derive(Serialize, Clone, Copy)]
+/// `_meta` of a request: what the revision asks of each request, and the token under which
+/// the server may report the request's progress.
+#[derive(Serialize, Default)]
 pub(crate) struct Meta {
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub(crate) revision: Option<RevisionMeta>,
+    /// The request's own id: unique among the requests in flight to one server.
+    #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
+    pub(crate) progress_token: Option<u64>,
+}
+
+impl Meta {
+    fn is_empty(&self) -> bool {
+        self.revision.is_none() && self.progress_token.is_none()
+    }
+}
+
+/// What a 2026-07-28 request says in `_meta`: what the handshake said once at 2025-11-25,
+/// said again by every request, so each stands on its own.
+#[derive(Serialize, Clone, Copy)]
+pub(crate) struct RevisionMeta {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
     protocol_version: &'static str,
     /// Nothing declared: an optional capability such as elicitation would make some servers
@@ -157,7 +174,7 @@ pub(crate) struct Meta {
     client_info: ClientInfo,
 }
 
-impl Meta {
+impl RevisionMeta {
     pub(crate) fn new(protocol_version: &'static str) -> Self {
         Self {
             protocol_version,
@@ -172,19 +189,19 @@ impl Meta {
 pub(crate) struct InitializeParams {
     #[serde(rename = "protocolVersion")]
     pub(crate) protocol_version: &'static str,
-    /// Nothing declared, as in [`Meta`].
+    /// Nothing declared, as in [`RevisionMeta`].
     pub(crate) capabilities: Empty,
     #[serde(rename = "clientInfo")]
     pub(crate) client_info: ClientInfo,
 }
 
-/// The parameters of a request that carry `_meta` at 2026-07-28 and none before.
+/// The parameters of a request, with `_meta` when it has anything to say.
 #[derive(Serialize, Default)]
 pub(crate) struct Params<P> {
     #[serde(flatten)]
     pub(crate) params: P,
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub(crate) meta: Option<Meta>,
+    #[serde(rename = "_meta", skip_serializing_if = "Meta::is_empty")]
+    pub(crate) meta: Meta,
 }
 
 /// `server/discover` and other requests with nothing but `_meta`.
@@ -227,7 +244,10 @@ pub(crate) enum Incoming<'a> {
     /// A request from the server.
     Request { id: &'a RawValue, method: String },
     /// A notification from the server: progress, logging, list changes.
-    Notification,
+    Notification {
+        method: String,
+        params: Option<&'a RawValue>,
+    },
     /// A response with neither result nor error.
     Empty { id: &'a RawValue },
 }
@@ -238,7 +258,10 @@ impl<'a> Incoming<'a> {
         let fields = serde_json::from_str::<Object<Fields<'a>>>(text).ok()?.0;
         Some(match (fields.method.0, fields.id) {
             (Some(method), Some(id)) => Self::Request { id, method },
-            (Some(_), None) => Self::Notification,
+            (Some(method), None) => Self::Notification {
+                method,
+                params: fields.params,
+            },
             (None, id) => match (fields.error, fields.result, id) {
                 (Some(error), _, id) => Self::Error {
                     id,
@@ -257,7 +280,7 @@ impl<'a> Incoming<'a> {
         let answered = match self {
             Self::Result { id, .. } | Self::Empty { id } => Some(*id),
             Self::Error { id, .. } => *id,
-            Self::Request { .. } | Self::Notification => None,
+            Self::Request { .. } | Self::Notification { .. } => None,
         };
         answered.and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok()) == Some(id)
     }
@@ -274,6 +297,8 @@ struct Fields<'a> {
     result: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     error: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
 }
 
 /// A field's raw text, `null` included: a field that is there is not absent.
@@ -353,7 +378,8 @@ mod tests {
         ));
         assert!(matches!(
             Incoming::read(r#"{"method":"notifications/progress","params":{}}"#),
-            Some(Incoming::Notification)
+            Some(Incoming::Notification { method, params: Some(_) })
+                if method == "notifications/progress"
         ));
         assert!(matches!(
             Incoming::read(r#"{"id":2}"#),

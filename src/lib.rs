@@ -23,7 +23,7 @@
 //!   checks and encodes `x-mcp-header` parameters, `chars` decides which characters show,
 //!   `off_runtime` runs the checks on the blocking pool.
 //! - `listing`: the JSON `get_dynamic_tools` answers, within its cap.
-//! - `tools`: the Pack and its two tools.
+//! - `tools`: the Pack and its two tools. `lifecycle`: its calls in flight, and shutdown.
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -34,6 +34,7 @@ mod config;
 mod connector;
 mod envelope;
 mod jsonrpc;
+mod lifecycle;
 mod listing;
 mod policy;
 mod secret;
@@ -49,7 +50,7 @@ use serde_json::Value;
 
 use crate::auth::HostAuth;
 use crate::config::{Entry, ProcessEnvironment};
-use crate::connector::{Server, SharedClient, Status};
+use crate::connector::{Board, Server, SharedClient, Status};
 use crate::secret::Scrubber;
 
 /// The Pack's name in a Host's registry.
@@ -85,19 +86,18 @@ impl PackFactory for Factory {
         )));
         let client = SharedClient::default();
         let host = HostAuth::from_services(cx.services);
+        let board: Board = Arc::new(tokio::sync::watch::Sender::new(Vec::new()));
         let mut servers = Vec::with_capacity(entries.len());
         let mut tasks = Vec::new();
         for (name, entry) in entries {
             match entry {
                 Entry::Refused(refusal) => {
                     tracing::warn!(server = %envelope::log_safe(&name), reason = %refusal, "server entry refused");
-                    servers.push(Arc::new(Server::new(
-                        name,
-                        Status::Error(refusal.to_string()),
-                    )));
+                    let status = Status::Refused(refusal.to_string());
+                    servers.push(Arc::new(Server::new(name, status, &board)));
                 }
                 Entry::Remote(spec) => {
-                    let server = Arc::new(Server::new(name, Status::Loading));
+                    let server = Arc::new(Server::new(name, Status::Loading, &board));
                     let task = connector::spawn(
                         runtime,
                         Arc::clone(&server),
@@ -112,6 +112,8 @@ impl PackFactory for Factory {
             }
         }
         let id = cx.id.to_owned();
-        Ok(Arc::new(tools::McpPack::new(id, servers, tasks, scrubber)))
+        let runtime = runtime.clone();
+        let pack = tools::McpPack::new(id, runtime, (servers, board), tasks, scrubber);
+        Ok(Arc::new(pack))
     }
 }

@@ -177,6 +177,10 @@ pub(crate) const MAX_LISTING_BYTES: usize = 2 * 1024 * 1024;
 /// result.
 pub(crate) const MAX_ERROR_CHARS: usize = 64 * 1024;
 
+/// The longest `message` of a call's progress notice a Host is handed: a status line, not a
+/// result; the rest is cut with a marker.
+pub(crate) const MAX_PROGRESS_MESSAGE_CHARS: usize = 1024;
+
 // Schema work. Validation walks the schema with its references expanded once for every value
 // it checks, so a schema of a few hundred bytes whose definitions each refer twice to the
 // next costs 2^40 steps. These bound that work; the checks run on the blocking pool, inside
@@ -393,6 +397,10 @@ fn table() -> Vec<(&'static str, String)> {
         ("MAX_REJECTED_KEPT", MAX_REJECTED_KEPT.to_string()),
         ("MAX_LISTING_BYTES", MAX_LISTING_BYTES.to_string()),
         ("MAX_ERROR_CHARS", MAX_ERROR_CHARS.to_string()),
+        (
+            "MAX_PROGRESS_MESSAGE_CHARS",
+            MAX_PROGRESS_MESSAGE_CHARS.to_string(),
+        ),
         ("MAX_SCHEMA_EXPANSION", MAX_SCHEMA_EXPANSION.to_string()),
         (
             "MAX_SCHEMA_EXPANDED_DEPTH",

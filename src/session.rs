@@ -27,6 +27,8 @@ use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 
 use self::exchange::Link;
+use runvil_plugin::ProgressSink;
+
 use self::legacy::Legacy;
 use self::modern::{Completion, Modern};
 use crate::envelope::{self, Catalog, Loose, Object, ToolSet, Untrusted};
@@ -124,7 +126,7 @@ impl Session {
             };
             // Kept as text: the catalog reads only the fields it needs out of it.
             let page = self
-                .request::<Box<RawValue>, _>("tools/list", params, None, &[])
+                .request::<Box<RawValue>, _>("tools/list", params, None, &[], None)
                 .await?;
             if matches!(self.era, Era::Modern(_)) {
                 hints.add_page(page.peek());
@@ -147,24 +149,27 @@ impl Session {
 
     /// Calls a tool by its exact name. `headers` are the call's own headers at 2026-07-28
     /// (a tool's `Mcp-Param-*`), already encoded; the session-based revisions have none.
+    /// With `progress`, the request asks the server to report its progress there.
     pub(crate) async fn call_tool(
         &self,
         name: &str,
         arguments: Value,
         headers: &[(HeaderName, HeaderValue)],
+        progress: Option<&ProgressSink>,
     ) -> Result<Untrusted<Value>, SessionError> {
         let params = CallParams {
             name,
             arguments: &arguments,
         };
-        self.request("tools/call", params, Some(name), headers)
+        self.request("tools/call", params, Some(name), headers, progress)
             .await
     }
 
-    /// Ends the session: DELETE for a session-based server, nothing for a modern one.
-    pub(crate) fn close(&self) {
+    /// Ends the session: DELETE for a session-based server, nothing for a modern one. Once:
+    /// a second close has nothing left to end.
+    pub(crate) async fn close(&self) {
         if let Era::Legacy(legacy) = &self.era {
-            legacy.close(&self.link);
+            legacy.close(&self.link).await;
         }
     }
 
@@ -174,14 +179,16 @@ impl Session {
         params: P,
         name: Option<&str>,
         headers: &[(HeaderName, HeaderValue)],
+        progress: Option<&ProgressSink>,
     ) -> Result<Untrusted<T>, SessionError> {
         match &self.era {
             Era::Modern(modern) => {
+                let named = (method, name);
                 modern
-                    .request(&self.link, method, params, name, headers)
+                    .request(&self.link, named, params, headers, progress)
                     .await
             }
-            Era::Legacy(legacy) => legacy.request(&self.link, method, params).await,
+            Era::Legacy(legacy) => legacy.request(&self.link, method, params, progress).await,
         }
     }
 }

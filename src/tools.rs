@@ -2,14 +2,21 @@
 //! `call_dynamic_tool` calls one. Both take model-written arguments, so every mistake gets
 //! an error that says what was wrong and what is valid.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 
-use runvil_plugin::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
+use runvil_plugin::{
+    BoxFuture, Pack, Progress, ProgressSink, StatusReceiver, ToolError, ToolSpec, Unavailable,
+};
 use serde_json::{Map, Value, json};
+use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use crate::connector::{Ready, Server, Status};
+use crate::connector::{Board, Ready, Server, Status};
 use crate::envelope::{self, CheckedTool, Outcome};
+use crate::lifecycle::Lifecycle;
 use crate::listing::{self, Summary};
 use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR};
 use crate::secret::Scrubber;
@@ -18,29 +25,97 @@ use crate::session::SessionError;
 const GET_DYNAMIC_TOOLS: &str = "get_dynamic_tools";
 const CALL_DYNAMIC_TOOL: &str = "call_dynamic_tool";
 
-/// The Pack: every configured server, in name order.
+/// The Pack: every configured server, in name order. Its calls run as tasks on the runtime
+/// the Host lent it, whatever executor polls them.
 pub(crate) struct McpPack {
+    pack: Arc<Tools>,
+    runtime: Handle,
+    board: Board,
+    /// The servers' connection tasks, until shutdown takes them.
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    lifecycle: Arc<Lifecycle>,
+}
+
+/// What a call needs, shared with the tasks that run calls.
+struct Tools {
     id: String,
     servers: Vec<Arc<Server>>,
-    tasks: Vec<JoinHandle<()>>,
     scrubber: Arc<Scrubber>,
 }
 
 impl McpPack {
     pub(crate) fn new(
         id: String,
-        servers: Vec<Arc<Server>>,
+        runtime: Handle,
+        (servers, board): (Vec<Arc<Server>>, Board),
         tasks: Vec<JoinHandle<()>>,
         scrubber: Arc<Scrubber>,
     ) -> Self {
         Self {
-            id,
-            servers,
-            tasks,
-            scrubber,
+            pack: Arc::new(Tools {
+                id,
+                servers,
+                scrubber,
+            }),
+            runtime,
+            board,
+            tasks: Mutex::new(tasks),
+            lifecycle: Arc::new(Lifecycle::new()),
         }
     }
 
+    /// Starts the call on the Pack's runtime; the future answers its outcome, and dropping
+    /// it aborts the task (which tells the server, as a dropped request does).
+    fn spawn_call(
+        &self,
+        tool: &str,
+        args: Value,
+        progress: Option<ProgressSink>,
+    ) -> BoxFuture<'static, Result<String, ToolError>> {
+        let Some(mut ticket) = self.lifecycle.enter() else {
+            return Box::pin(async { Err(ToolError::Transport(SHUT_DOWN.to_owned())) });
+        };
+        let pack = Arc::clone(&self.pack);
+        let tool = tool.to_owned();
+        let task = self.runtime.spawn(async move {
+            tokio::select! {
+                outcome = pack.call(&tool, args, progress) => outcome,
+                () = ticket.closing() => Err(ToolError::Transport(SHUT_DOWN.to_owned())),
+            }
+        });
+        let task = AbortOnDrop(task);
+        Box::pin(async move {
+            task.await.unwrap_or_else(|_| {
+                // Only a panic inside the Pack gets here: an abort drops this future first.
+                Err(ToolError::Transport(
+                    "the call failed inside the Pack".to_owned(),
+                ))
+            })
+        })
+    }
+}
+
+/// The answer to a call made after shutdown, or cut short by it.
+const SHUT_DOWN: &str = "the Pack was shut down";
+
+/// A call's task, aborted when the caller stops waiting for it.
+struct AbortOnDrop(JoinHandle<Result<String, ToolError>>);
+
+impl Future for AbortOnDrop {
+    type Output = Result<Result<String, ToolError>, tokio::task::JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Tools {
     fn server(&self, namespace: &str) -> Result<&Arc<Server>, ToolError> {
         self.servers
             .iter()
@@ -89,7 +164,11 @@ impl McpPack {
         }
     }
 
-    async fn call_tool(&self, mut args: Map<String, Value>) -> Result<String, ToolError> {
+    async fn call_tool(
+        &self,
+        mut args: Map<String, Value>,
+        progress: Option<ProgressSink>,
+    ) -> Result<String, ToolError> {
         let arguments = args.remove("arguments");
         let namespace = optional_string(&args, "namespace")?.ok_or_else(|| {
             ToolError::Invalid(
@@ -109,6 +188,14 @@ impl McpPack {
         };
         let server = self.server(namespace)?;
         let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
+        // The server's scrubber cleaned each message; this one knows every server's secrets.
+        let progress = progress.map(|sink| {
+            let scrubber = Arc::clone(&self.scrubber);
+            Arc::new(move |mut notice: Progress| {
+                notice.message = notice.message.map(|m| scrubber.clean(m));
+                sink(notice);
+            }) as ProgressSink
+        });
         // The checks count inside the deadline: a schema that makes them slow cannot stretch
         // a call. Dropping this future stops each step, the server's request included.
         let call = async {
@@ -121,7 +208,7 @@ impl McpPack {
                 .map_err(ToolError::Invalid)?;
             let result = ready
                 .session
-                .call_tool(&tool.name, arguments, &headers)
+                .call_tool(&tool.name, arguments, &headers, progress.as_ref())
                 .await
                 .map_err(session_error)?;
             match envelope::convert_result(result, &tool).await {
@@ -155,14 +242,52 @@ impl McpPack {
     }
 }
 
+impl Tools {
+    /// Answers a call of one of the two tools, scrubbed.
+    async fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        progress: Option<ProgressSink>,
+    ) -> Result<String, ToolError> {
+        let which = tool
+            .strip_prefix(self.id.as_str())
+            .and_then(|t| t.strip_prefix('/'))
+            .unwrap_or_default();
+        let outcome = match arguments_object(which, args, &self.scrubber) {
+            Err(e) => Err(e),
+            Ok(args) => match which {
+                GET_DYNAMIC_TOOLS => self.list(&args),
+                CALL_DYNAMIC_TOOL => self.call_tool(args, progress).await,
+                _ => Err(ToolError::Invalid(format!(
+                    "unknown tool {}; this Pack has {}/{GET_DYNAMIC_TOOLS} and {}/{CALL_DYNAMIC_TOOL}",
+                    quoted(tool, &self.scrubber),
+                    self.id,
+                    self.id
+                ))),
+            },
+        };
+        self.scrub(outcome)
+    }
+}
+
 impl Drop for McpPack {
+    /// A Pack dropped without [`Pack::shutdown`] still stops its work and ends its sessions,
+    /// in the background.
     fn drop(&mut self) {
-        for task in &self.tasks {
+        self.lifecycle.signal();
+        for task in self
+            .tasks
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
             task.abort();
         }
-        for server in &self.servers {
+        for server in &self.pack.servers {
             if let Status::Ready(ready) = server.status() {
-                ready.session.close();
+                self.runtime
+                    .spawn(async move { ready.session.close().await });
             }
         }
     }
@@ -177,7 +302,7 @@ impl Pack for McpPack {
         let string = |description: &str| json!({"type": "string", "description": description});
         vec![
             ToolSpec {
-                name: format!("{}/{GET_DYNAMIC_TOOLS}", self.id),
+                name: format!("{}/{GET_DYNAMIC_TOOLS}", self.pack.id),
                 description: "Lists the tools of the connected MCP servers. With no arguments: \
                     each server's namespace, status (ready, loading, or error with a reason) and \
                     tool names. With namespace: that server's tools with descriptions and input \
@@ -193,7 +318,7 @@ impl Pack for McpPack {
                 }),
             },
             ToolSpec {
-                name: format!("{}/{CALL_DYNAMIC_TOOL}", self.id),
+                name: format!("{}/{CALL_DYNAMIC_TOOL}", self.pack.id),
                 description: "Calls a tool of a connected MCP server. Use get_dynamic_tools \
                     first to find the namespace, the tool's exact name and its input schema; \
                     arguments must match that schema."
@@ -218,27 +343,43 @@ impl Pack for McpPack {
     }
 
     fn call(&self, tool: &str, args: Value) -> BoxFuture<'_, Result<String, ToolError>> {
-        let which = tool
-            .strip_prefix(self.id.as_str())
-            .and_then(|t| t.strip_prefix('/'))
-            .unwrap_or_default()
-            .to_owned();
-        let tool = tool.to_owned();
+        self.spawn_call(tool, args, None)
+    }
+
+    fn call_with_progress(
+        &self,
+        tool: &str,
+        args: Value,
+        progress: ProgressSink,
+    ) -> BoxFuture<'_, Result<String, ToolError>> {
+        self.spawn_call(tool, args, Some(progress))
+    }
+
+    fn status(&self) -> StatusReceiver {
+        self.board.subscribe()
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+        let lifecycle = Arc::clone(&self.lifecycle);
+        let pack = Arc::clone(&self.pack);
+        // On the Pack's runtime, like its calls: the farewells are HTTP requests.
+        let done = self.runtime.spawn(async move {
+            lifecycle.close().await;
+            for task in tasks {
+                task.abort();
+                let _ = task.await;
+            }
+            let mut farewells = tokio::task::JoinSet::new();
+            for server in &pack.servers {
+                if let Status::Ready(ready) = server.status() {
+                    farewells.spawn(async move { ready.session.close().await });
+                }
+            }
+            farewells.join_all().await;
+        });
         Box::pin(async move {
-            let outcome = match arguments_object(&which, args, &self.scrubber) {
-                Err(e) => Err(e),
-                Ok(args) => match which.as_str() {
-                    GET_DYNAMIC_TOOLS => self.list(&args),
-                    CALL_DYNAMIC_TOOL => self.call_tool(args).await,
-                    _ => Err(ToolError::Invalid(format!(
-                        "unknown tool {}; this Pack has {}/{GET_DYNAMIC_TOOLS} and {}/{CALL_DYNAMIC_TOOL}",
-                        quoted(&tool, &self.scrubber),
-                        self.id,
-                        self.id
-                    ))),
-                },
-            };
-            self.scrub(outcome)
+            let _ = done.await;
         })
     }
 }
@@ -298,7 +439,15 @@ fn ready_tool(
                 server.name
             )));
         }
-        Status::Error(reason) => {
+        // A server that could not be reached is the transport's failure; a refused entry
+        // is the configuration's, which no retry of the call changes.
+        Status::Failed(reason) => {
+            return Err(ToolError::Transport(format!(
+                "{} is not ready: its status is error: {reason}",
+                server.name
+            )));
+        }
+        Status::Refused(reason) => {
             return Err(ToolError::Invalid(format!(
                 "{} is not ready: its status is error: {reason}",
                 server.name

@@ -28,7 +28,7 @@ pub(super) enum Era {
 pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
     let probe = Modern::new();
     let answer = probe
-        .request::<Value, _>(link, "server/discover", NoParams {}, None, &[])
+        .request::<Value, _>(link, ("server/discover", None), NoParams {}, &[], None)
         .await;
     match answer {
         Ok(result) => {

@@ -5,15 +5,20 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use reqwest::header::HeaderValue;
-use serde::Serialize;
+use runvil_plugin::{Progress, ProgressSink};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 
 use super::SessionError;
-use crate::envelope::{self, Untrusted};
+use crate::envelope::{self, Loose, Untrusted};
 use crate::jsonrpc::{Incoming, Request, Response, to_bytes};
-use crate::policy::{MAX_IDLE_RESUMPTIONS, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY};
+use crate::policy::{
+    MAX_IDLE_RESUMPTIONS, MAX_PROGRESS_MESSAGE_CHARS, SSE_DEFAULT_RETRY, SSE_MAX_RETRY,
+    SSE_MIN_RETRY,
+};
+use crate::secret::Scrubber;
 use crate::transport::{EventStream, Outgoing, Reply, Transport, TransportError};
 
 /// How a response stream behaves.
@@ -56,7 +61,7 @@ impl Link {
         method: &str,
         params: &P,
         outgoing: &Outgoing<'_>,
-        wire: Wire,
+        (wire, progress): (Wire, Option<&ProgressSink>),
     ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
         let request = Request::new(id, method, params);
         let posted = self.transport.post(to_bytes(&request), outgoing).await?;
@@ -64,7 +69,11 @@ impl Link {
         let result = match posted.reply {
             Reply::Json(bytes) if refused => Err(refusal(posted.status, &bytes)),
             Reply::Json(bytes) => answer_in_body(id, &bytes),
-            Reply::Stream(stream) => self.read_stream(id, *stream, outgoing, wire).await,
+            Reply::Stream(stream) => {
+                let mut reporter = progress.map(|sink| Reporter::new(id, sink));
+                let reading = (wire, reporter.as_mut());
+                self.read_stream(id, *stream, outgoing, reading).await
+            }
             Reply::Empty => Err(SessionError::Protocol(
                 "the server answered a request with no body".to_owned(),
             )),
@@ -79,7 +88,7 @@ impl Link {
         id: u64,
         mut stream: EventStream,
         outgoing: &Outgoing<'_>,
-        wire: Wire,
+        (wire, mut reporter): (Wire, Option<&mut Reporter<'_>>),
     ) -> Result<Untrusted<T>, SessionError> {
         let mut idle_resumptions = 0;
         loop {
@@ -90,6 +99,12 @@ impl Link {
                     tracing::debug!("ignored an SSE event that is not a JSON-RPC message");
                     continue;
                 };
+                if let Incoming::Notification { method, params } = &message {
+                    if let Some(reporter) = reporter.as_deref_mut() {
+                        reporter.notice(method, *params, self.transport.scrubber());
+                    }
+                    continue;
+                }
                 if let Incoming::Request { id, method } = &message {
                     if wire == Wire::Legacy {
                         self.answer_server_request(id, method, outgoing).await;
@@ -142,6 +157,57 @@ impl Link {
             let error = self.transport.scrubber().clean(e.to_string());
             tracing::debug!(error = %envelope::log_safe(&error), "could not answer a server request");
         }
+    }
+}
+
+/// Hands a request's progress notices to the Host: only those under its token, only while
+/// they grow (the specification's rule, which a server may break), each message cleaned,
+/// scrubbed and capped.
+struct Reporter<'a> {
+    token: u64,
+    sink: &'a ProgressSink,
+    last: Option<f64>,
+}
+
+impl<'a> Reporter<'a> {
+    fn new(token: u64, sink: &'a ProgressSink) -> Self {
+        Self {
+            token,
+            sink,
+            last: None,
+        }
+    }
+
+    fn notice(&mut self, method: &str, params: Option<&RawValue>, scrubber: &Scrubber) {
+        #[derive(Deserialize)]
+        struct Notice {
+            #[serde(rename = "progressToken")]
+            token: u64,
+            progress: f64,
+            #[serde(default)]
+            total: Loose<f64>,
+            #[serde(default)]
+            message: Loose<String>,
+        }
+        if method != "notifications/progress" {
+            return;
+        }
+        let Some(notice) = params.and_then(|p| serde_json::from_str::<Notice>(p.get()).ok()) else {
+            return;
+        };
+        if notice.token != self.token || self.last.is_some_and(|last| notice.progress <= last) {
+            return;
+        }
+        self.last = Some(notice.progress);
+        let message = notice.message.0.map(|m| {
+            let cleaned = scrubber.clean(envelope::clean_text(&m));
+            envelope::truncate(cleaned, MAX_PROGRESS_MESSAGE_CHARS)
+        });
+        (self.sink)(Progress {
+            progress: notice.progress,
+            total: notice.total.0,
+            message,
+        });
     }
 }
 

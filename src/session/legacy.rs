@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use runvil_plugin::ProgressSink;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -14,7 +15,7 @@ use super::SessionError;
 use super::exchange::{Link, Wire};
 use crate::envelope::Untrusted;
 use crate::jsonrpc::{
-    CLIENT_INFO, Cancelled, Empty, InitializeParams, Notification, Params, to_bytes,
+    CLIENT_INFO, Cancelled, Empty, InitializeParams, Meta, Notification, Params, to_bytes,
 };
 use crate::policy::{ACCEPTED_PROTOCOL_VERSIONS, FAREWELL_TIMEOUT, PROTOCOL_VERSION};
 use crate::transport::{Outgoing, SessionHeaders, Transport, TransportError};
@@ -61,7 +62,7 @@ impl Legacy {
         };
         let fresh = Outgoing::default();
         let (result, session_id) = link
-            .exchange::<Value, _>(id, "initialize", &params, &fresh, Wire::Legacy)
+            .exchange::<Value, _>(id, "initialize", &params, &fresh, (Wire::Legacy, None))
             .await?;
         let answered = result.peek().get("protocolVersion").and_then(Value::as_str);
         let version = ACCEPTED_PROTOCOL_VERSIONS
@@ -90,19 +91,24 @@ impl Legacy {
         link: &Link,
         method: &str,
         params: P,
+        progress: Option<&ProgressSink>,
     ) -> Result<Untrusted<T>, SessionError> {
-        let params = Params { params, meta: None };
+        let mut params = Params {
+            params,
+            meta: Meta::default(),
+        };
         let mut restarted = false;
         loop {
             let state = self.state();
             let id = link.next_id();
+            params.meta.progress_token = progress.map(|_| id);
             let mut pending = Pending::new(link, &self.farewells, id, &state.headers);
             let outgoing = Outgoing {
                 session: state.headers.clone(),
                 ..Outgoing::default()
             };
             let answer = link
-                .exchange(id, method, &params, &outgoing, Wire::Legacy)
+                .exchange(id, method, &params, &outgoing, (Wire::Legacy, progress))
                 .await;
             pending.answered();
             match answer {
@@ -126,26 +132,29 @@ impl Legacy {
         self.initialize(link).await
     }
 
-    /// Ends the session with DELETE, in the background, after any cancellation still being
-    /// sent, each within the farewell timeout.
-    pub(super) fn close(&self, link: &Link) {
-        let headers = self.state().headers;
+    /// Ends the session with DELETE, after any cancellation still being sent, each within
+    /// the farewell timeout. The session's id is taken, so it is ended once.
+    pub(super) async fn close(&self, link: &Link) {
+        let headers = std::mem::take(
+            &mut self
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .headers,
+        );
         if headers.session_id.is_none() {
             return;
         }
-        let transport = link.transport.clone();
         let farewells = std::mem::take(
             &mut *self
                 .farewells
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        link.runtime.spawn(async move {
-            for cancel in farewells {
-                let _ = tokio::time::timeout(FAREWELL_TIMEOUT, cancel).await;
-            }
-            let _ = tokio::time::timeout(FAREWELL_TIMEOUT, transport.delete(&headers)).await;
-        });
+        for cancel in farewells {
+            let _ = tokio::time::timeout(FAREWELL_TIMEOUT, cancel).await;
+        }
+        let _ = tokio::time::timeout(FAREWELL_TIMEOUT, link.transport.delete(&headers)).await;
     }
 }
 

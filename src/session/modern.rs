@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use reqwest::header::{HeaderName, HeaderValue};
+use runvil_plugin::ProgressSink;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -15,7 +16,7 @@ use serde_json::value::RawValue;
 use super::SessionError;
 use super::exchange::{Link, Wire};
 use crate::envelope::{Loose, Object, Untrusted, param_headers};
-use crate::jsonrpc::{Meta, Params, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::jsonrpc::{Meta, Params, RevisionMeta, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::policy::MODERN_PROTOCOL_VERSIONS;
 use crate::transport::{Outgoing, SessionHeaders};
 
@@ -60,10 +61,10 @@ impl Modern {
     pub(super) async fn request<T: Completion, P: Serialize>(
         &self,
         link: &Link,
-        method: &'static str,
+        (method, name): (&'static str, Option<&str>),
         params: P,
-        name: Option<&str>,
         headers: &[(HeaderName, HeaderValue)],
+        progress: Option<&ProgressSink>,
     ) -> Result<Untrusted<T>, SessionError> {
         let mut extra = Vec::with_capacity(2 + headers.len());
         extra.push((MCP_METHOD, HeaderValue::from_static(method)));
@@ -72,11 +73,18 @@ impl Modern {
             extra.push((MCP_NAME, value));
         }
         extra.extend_from_slice(headers);
-        let mut params = Params { params, meta: None };
+        let mut params = Params {
+            params,
+            meta: Meta::default(),
+        };
         let mut retried = false;
         loop {
             let version = self.protocol_version();
-            params.meta = Some(Meta::new(version));
+            let id = link.next_id();
+            params.meta = Meta {
+                revision: Some(RevisionMeta::new(version)),
+                progress_token: progress.map(|_| id),
+            };
             let outgoing = Outgoing {
                 session: SessionHeaders {
                     session_id: None,
@@ -85,9 +93,8 @@ impl Modern {
                 extra: &extra,
                 read_refusals: true,
             };
-            let id = link.next_id();
             let answer = link
-                .exchange::<T, _>(id, method, &params, &outgoing, Wire::Modern)
+                .exchange::<T, _>(id, method, &params, &outgoing, (Wire::Modern, progress))
                 .await;
             match answer {
                 Err(SessionError::Rpc {

@@ -13,7 +13,7 @@ pub mod rmcp_server;
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{Pack, Packs, Services, TOKIO_RUNTIME, ToolError, Unavailable};
+use runvil_plugin::{BackendStatus, Pack, Packs, Services, TOKIO_RUNTIME, ToolError, Unavailable};
 use serde_json::{Value, json};
 
 /// Builds the `mcp` Pack for `servers` (an `mcpServers` object) on the current runtime.
@@ -87,14 +87,13 @@ pub async fn wait_until(what: &str, within: Duration, mut done: impl AsyncFnMut(
 
 /// Waits (up to `within`) until `namespace` is no longer `loading`, and returns its entry.
 pub async fn settled(pack: &Arc<dyn Pack>, namespace: &str, within: Duration) -> Value {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        let entry = status(pack, namespace).await;
-        if entry["status"] != "loading" || tokio::time::Instant::now() >= deadline {
-            return entry;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut status = pack.status();
+    let settled = |all: &Vec<BackendStatus>| {
+        all.iter()
+            .any(|s| s.name == namespace && !s.state.is_loading())
+    };
+    let _ = tokio::time::timeout(within, status.wait_for(settled)).await;
+    self::status(pack, namespace).await
 }
 
 /// Waits until `namespace` has `want` status, failing the test after `within`.
@@ -104,16 +103,16 @@ pub async fn wait_for(
     want: &str,
     within: Duration,
 ) -> Value {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        let entry = status(pack, namespace).await;
-        if entry["status"] == want {
-            return entry;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{namespace} never became {want}: {entry}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut status = pack.status();
+    let reached = |all: &Vec<BackendStatus>| {
+        all.iter()
+            .any(|s| s.name == namespace && s.state.label() == want)
+    };
+    let waited = tokio::time::timeout(within, status.wait_for(reached)).await;
+    let entry = self::status(pack, namespace).await;
+    assert!(
+        matches!(waited, Ok(Ok(_))),
+        "{namespace} never became {want}: {entry}"
+    );
+    entry
 }
