@@ -13,6 +13,7 @@ use reqwest::{Client, Url};
 use runvil_plugin::{BackendState, BackendStatus};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::auth::{Authorization, HostAuth};
 use crate::config::ServerSpec;
@@ -127,7 +128,8 @@ pub(crate) fn spawn(
     host: HostAuth,
 ) -> tokio::task::JoinHandle<()> {
     let task_runtime = runtime.clone();
-    runtime.spawn(async move {
+    let span = server_span(&server.name);
+    let task = async move {
         // Kept across attempts: what the server's scrubber learns (tokens) and the tokens.
         let own = Arc::new(Scrubber::new(spec.secrets.iter().cloned()));
         let Ok(url) = Url::parse(spec.url.expose()) else {
@@ -170,7 +172,13 @@ pub(crate) fn spawn(
             "server ready"
         );
         server.set(Status::Ready(ready));
-    })
+    };
+    runtime.spawn(task.instrument(span))
+}
+
+/// The span every log line about one server is in (its start, each request), which names it.
+pub(crate) fn server_span(name: &str) -> tracing::Span {
+    tracing::debug_span!("server", name = %log_safe(name))
 }
 
 /// One attempt: connect, handshake, list every page, check the tools.

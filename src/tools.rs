@@ -13,8 +13,9 @@ use runvil_plugin::{
 use serde_json::{Map, Value, json};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
-use crate::connector::{Board, Ready, Server, Status};
+use crate::connector::{Board, Ready, Server, Status, server_span};
 use crate::envelope::{self, CheckedTool, Outcome};
 use crate::lifecycle::Lifecycle;
 use crate::listing::{self, Summary};
@@ -216,7 +217,7 @@ impl Tools {
                 Outcome::ToolFailed(text) => Err(ToolError::Backend(text)),
             }
         };
-        tokio::time::timeout(CALL_DEADLINE, call)
+        tokio::time::timeout(CALL_DEADLINE, call.instrument(server_span(&server.name)))
             .await
             .unwrap_or_else(|_| {
                 Err(ToolError::Transport(format!(

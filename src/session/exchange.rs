@@ -63,6 +63,32 @@ impl Link {
         outgoing: &Outgoing<'_>,
         (wire, progress): (Wire, Option<&ProgressSink>),
     ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
+        let started = tokio::time::Instant::now();
+        let answer = self
+            .exchange_once(id, method, params, outgoing, (wire, progress))
+            .await;
+        // One line per request at debug, in the server's span: its method, how long it took
+        // and how it ended, never a value or a text the server sent.
+        let outcome = match &answer {
+            Ok(_) => "answered",
+            Err(SessionError::Rpc { .. }) => "JSON-RPC error",
+            Err(SessionError::InputRequired(_)) => "input required",
+            Err(SessionError::Transport(_)) => "transport error",
+            Err(SessionError::Version | SessionError::Protocol(_)) => "protocol error",
+        };
+        let ms = started.elapsed().as_millis();
+        tracing::debug!(method, id, ms, outcome, "request");
+        answer
+    }
+
+    async fn exchange_once<T: DeserializeOwned, P: Serialize>(
+        &self,
+        id: u64,
+        method: &str,
+        params: &P,
+        outgoing: &Outgoing<'_>,
+        (wire, progress): (Wire, Option<&ProgressSink>),
+    ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
         let request = Request::new(id, method, params);
         let posted = self.transport.post(to_bytes(&request), outgoing).await?;
         let refused = !(200..300).contains(&posted.status);

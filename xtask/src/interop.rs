@@ -35,8 +35,6 @@ const NAMESPACE: &str = "everything";
 const LISTEN_WITHIN: Duration = Duration::from_secs(30);
 /// How long the Pack may take to connect.
 const READY_WITHIN: Duration = Duration::from_secs(20);
-/// How long, once the Pack is dropped, its DELETE gets to go out.
-const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 
 /// The subcommand's entry point.
 pub fn command(args: &[String]) -> ExitCode {
@@ -105,12 +103,10 @@ fn run(root: &Path) -> Result<Vec<Check>, String> {
     let checks = runtime.block_on(async {
         let pack = crate::pack_driver::build_pack(NAMESPACE, &url)?;
         let checks = checks(&pack).await;
-        // The Pack's DELETE is a task on this runtime; it gets its time before shutdown.
-        drop(pack);
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
+        // Completes once the session's DELETE is sent.
+        pack.shutdown().await;
         Ok::<_, String>(checks)
     });
-    runtime.shutdown_timeout(SHUTDOWN_GRACE);
     drop(server);
     checks
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{Pack, Packs, Services, TOKIO_RUNTIME, ToolError};
+use runvil_plugin::{BackendStatus, Pack, Packs, Services, TOKIO_RUNTIME, ToolError};
 use serde_json::{Value, json};
 
 /// Installs the `mcp` Pack with one server, `namespace`, at `url`, on the current runtime.
@@ -28,26 +28,26 @@ pub fn build_pack_with(
         .map_err(|error| error.to_string())
 }
 
-/// Polls the listing until `namespace` is no longer `loading` (or `within` is over) and
-/// returns its entry.
+/// Waits until `namespace` is no longer `loading` (or `within` is over), watching the Pack's
+/// status, and returns its listing entry.
 pub async fn settled(
     pack: &Arc<dyn Pack>,
     namespace: &str,
     within: Duration,
 ) -> Result<Value, String> {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        let listing = listing(pack, json!({})).await?;
-        let entry = listing["servers"]
-            .as_array()
-            .and_then(|servers| servers.iter().find(|s| s["namespace"] == namespace))
-            .cloned()
-            .ok_or_else(|| format!("the listing has no `{namespace}`: {listing}"))?;
-        if entry["status"] != "loading" || tokio::time::Instant::now() >= deadline {
-            return Ok(entry);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut status = pack.status();
+    let settled = |all: &Vec<BackendStatus>| {
+        all.iter()
+            .any(|s| s.name == namespace && !s.state.is_loading())
+    };
+    // Past `within` the entry is answered as it stands, still loading.
+    let _ = tokio::time::timeout(within, status.wait_for(settled)).await;
+    let listing = listing(pack, json!({})).await?;
+    listing["servers"]
+        .as_array()
+        .and_then(|servers| servers.iter().find(|s| s["namespace"] == namespace))
+        .cloned()
+        .ok_or_else(|| format!("the listing has no `{namespace}`: {listing}"))
 }
 
 /// Waits as [`settled`] does and answers the entry if `namespace` is ready, or why it is not.

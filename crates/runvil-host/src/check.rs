@@ -3,19 +3,16 @@
 //! committed (or in CI, where its servers are out of reach).
 //!
 //! It asks the Pack itself rather than repeating its rules: the Pack parses every entry while
-//! it is built, and its listing answers at once, before any connection. The Pack is built on
-//! a runtime that is never driven, so its connection tasks are dropped without having run: a
-//! valid entry is `loading` at that instant, a refused one `error` with its reason.
+//! it is built, and its status shows each one at once, before any connection. The Pack is
+//! built on a runtime that is never driven, so its connection tasks are dropped without having
+//! run: a valid entry is `loading` at that instant, a refused one refused with its reason.
 
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
-use serde_json::{Value, json};
+use runvil_plugin::BackendState;
+use serde_json::Value;
 
 use crate::cli::Source;
 use crate::discovery;
 use crate::host::{self, EXIT_OK, EXIT_OTHER};
-use crate::progress;
 
 /// One entry's verdict.
 #[derive(Debug, PartialEq)]
@@ -73,26 +70,24 @@ fn verdicts(servers: Value) -> Result<Vec<Verdict>, String> {
         .build()
         .map_err(|e| format!("cannot make a runtime: {e}"))?;
     let pack = host::build_pack(servers, idle.handle().clone())?;
-    let listing = pack.call("mcp/get_dynamic_tools", json!({}));
-    // The listing awaits nothing, so one poll answers it; the waker is never needed.
-    let Poll::Ready(answer) = pin!(listing).poll(&mut Context::from_waker(Waker::noop())) else {
-        return Err("the Pack's listing did not answer at once".to_owned());
-    };
-    let listing: Value = serde_json::from_str(&answer.map_err(|e| e.to_string())?)
-        .map_err(|e| format!("the Pack's listing is not JSON: {e}"))?;
-    Ok(progress::listed_servers(&listing)
+    let statuses = pack.status().borrow().clone();
+    Ok(statuses
         .into_iter()
         .map(|s| Verdict {
             // A config can hold control characters; they are not for a terminal.
-            namespace: s.namespace.escape_debug().to_string(),
-            // An entry in error has no tools: its detail is the reason.
-            refused: (s.status == "error").then_some(s.detail),
+            namespace: s.name.escape_debug().to_string(),
+            refused: match s.state {
+                BackendState::Refused(reason) => Some(reason),
+                _ => None,
+            },
         })
         .collect())
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

@@ -16,18 +16,25 @@ Exit codes:
   0    success
   1    anything else (no config, an unreadable config, a refused entry in `check`)
   2    invalid: the command line or the tool call was wrong (unknown namespace or tool, bad
-       arguments, server not ready)
+       arguments, a server still loading when --wait ran out, a server whose entry the
+       Pack refused)
   3    backend: the server answered with an error
-  4    transport: the server could not be reached or did not answer in time, or `login`
-       ended without authorizing it
-  130  interrupted (Ctrl-C)
+  4    transport: the server could not be reached or did not answer in time (a call to it,
+       or `tools NAMESPACE` for it), or `login` ended without authorizing it
+  129  hung up (SIGHUP)
+  130  interrupted (Ctrl-C, SIGINT)
+  143  terminated (SIGTERM)
 
 Signals:
-  Ctrl-C (SIGINT) stops any command with exit code 130. During `runvil call` the call in
-  flight is dropped, and its server is sent notifications/cancelled before runvil exits.
-  `runvil serve` exits 0 when its client closes stdin.
+  SIGINT, SIGTERM and SIGHUP stop any command the same way: the call in flight is dropped
+  and its server sent notifications/cancelled, every session is ended, then runvil exits
+  with 128 + the signal's number. `runvil serve` exits 0 when its client closes stdin.
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
+
+/// How long `tools`, `call` and `serve` wait for a server to leave `loading`: a server that
+/// has not connected and listed its tools by then is shown as it stands.
+const DEFAULT_WAIT_SECS: u64 = 30;
 
 /// Reach every remote MCP server of an mcp.json through two tools.
 #[derive(Debug, Parser)]
@@ -67,6 +74,9 @@ pub(crate) enum Command {
     Serve {
         #[command(flatten)]
         source: Source,
+        /// Seconds a request about one server waits for it to leave `loading`.
+        #[arg(long, value_name = "SECS", default_value_t = DEFAULT_WAIT_SECS)]
+        wait: u64,
     },
     /// Say whether each server of the config is accepted or refused, and why, without
     /// connecting to any. Exits 0 when every entry is accepted, 1 otherwise.
@@ -111,7 +121,7 @@ pub(crate) struct Answer {
     pub(crate) source: Source,
 
     /// Seconds to wait for servers to leave `loading` before answering.
-    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_WAIT_SECS)]
     pub(crate) wait: u64,
 
     /// Pretty-print JSON output (the default when stdout is a terminal).

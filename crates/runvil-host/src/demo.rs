@@ -126,7 +126,11 @@ pub(crate) async fn run() -> u8 {
 
     let servers = json!({"demo": {"url": url}});
     match host::build_pack(servers.clone(), tokio::runtime::Handle::current()) {
-        Ok(pack) => show(&pack, &servers).await,
+        Ok(pack) => {
+            let code = show(&pack, &servers).await;
+            pack.shutdown().await;
+            code
+        }
         Err(e) => {
             eprintln!("runvil: {e}");
             EXIT_OTHER

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use runvil_plugin::{
-    AUTHORIZATION_HINT, AUTHORIZER, Authorizer, CREDENTIAL_STORE, CredentialStore, Pack, Packs,
-    Services, TOKIO_RUNTIME, ToolError,
+    AUTHORIZATION_HINT, AUTHORIZER, Authorizer, BackendState, CREDENTIAL_STORE, CredentialStore,
+    Pack, Packs, Services, TOKIO_RUNTIME, ToolError,
 };
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
@@ -15,17 +15,13 @@ use tokio::runtime::Handle;
 use crate::cli::Answer;
 use crate::credentials::FileStore;
 use crate::output::Format;
-use crate::{discovery, progress};
+use crate::{discovery, progress, signals};
 
 pub(crate) const EXIT_OK: u8 = 0;
 pub(crate) const EXIT_OTHER: u8 = 1;
 const EXIT_INVALID: u8 = 2;
 const EXIT_BACKEND: u8 = 3;
 pub(crate) const EXIT_TRANSPORT: u8 = 4;
-pub(crate) const EXIT_INTERRUPTED: u8 = 130;
-
-/// How long farewell messages get to leave before the process exits.
-pub(crate) const FAREWELL_GRACE: Duration = Duration::from_millis(200);
 
 /// `runvil tools`: the listing, of every server, one server, or one tool.
 pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answer: &Answer) -> u8 {
@@ -60,7 +56,8 @@ pub(crate) async fn call(
 }
 
 /// Builds the Pack of the config, waits for the servers the call needs (`only` one, or all),
-/// makes the call and prints its answer; Ctrl-C at any point drops the call and exits 130.
+/// makes the call and prints its answer. A signal at any point drops the call (its server is
+/// told) and exits 128 + the signal; either way the Pack is shut down before the exit.
 async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str>) -> u8 {
     let pack = match discovery::load(&answer.source)
         .and_then(|config| build_pack(config.servers, Handle::current()))
@@ -80,14 +77,31 @@ async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str
     let code = tokio::select! {
         code = async {
             progress::wait_for_servers(&pack, only, wait).await;
-            finish(pack.call(tool, args).await, format)
+            let code = finish(pack.call(tool, args).await, format);
+            match only {
+                Some(namespace) if code == EXIT_OK => server_exit_code(&pack, namespace),
+                _ => code,
+            }
         } => code,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("runvil: interrupted");
-            EXIT_INTERRUPTED
+        stop = signals::stopped() => {
+            eprintln!("runvil: {}", stop.said());
+            stop.exit_code()
         }
     };
+    pack.shutdown().await;
     code
+}
+
+/// The exit code of a command that answered about one server: its listing is printed even
+/// when the server is in error, which the exit code then says, as a call to it would.
+fn server_exit_code(pack: &Arc<dyn Pack>, namespace: &str) -> u8 {
+    let status = pack.status();
+    let state = status.borrow();
+    match state.iter().find(|s| s.name == namespace).map(|s| &s.state) {
+        Some(BackendState::Failed(_)) => EXIT_TRANSPORT,
+        Some(BackendState::Refused(_)) => EXIT_INVALID,
+        _ => EXIT_OK,
+    }
 }
 
 /// What a server that needs a login says under every command but `login`.

@@ -12,16 +12,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{AuthorizationRequest, Authorizer, BoxFuture, CredentialStore};
-use serde_json::{Value, json};
+use runvil_plugin::{AuthorizationRequest, Authorizer, BackendState, BoxFuture, CredentialStore};
+use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::sync::Mutex;
 
 use crate::cli::Source;
 use crate::credentials::FileStore;
-use crate::host::{self, EXIT_INTERRUPTED, EXIT_OK, EXIT_OTHER};
-use crate::{discovery, progress};
+use crate::host::{self, EXIT_OK, EXIT_OTHER};
+use crate::{discovery, progress, signals};
 
 /// The path the browser comes back to.
 const CALLBACK_PATH: &str = "/callback";
@@ -144,33 +144,30 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
             return EXIT_OTHER;
         }
     };
-    tokio::select! {
+    let code = tokio::select! {
         code = async {
             progress::wait_for_servers(&pack, Some(&namespace), Duration::from_secs(wait)).await;
-            outcome(&pack, &namespace).await
+            outcome(&pack, &namespace)
         } => code,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("runvil: interrupted");
-            EXIT_INTERRUPTED
+        stop = signals::stopped() => {
+            eprintln!("runvil: {}", stop.said());
+            stop.exit_code()
         }
-    }
+    };
+    pack.shutdown().await;
+    code
 }
 
 /// How the login ended, from the server's status.
-async fn outcome(pack: &Arc<dyn runvil_plugin::Pack>, namespace: &str) -> u8 {
-    let listing = pack
-        .call("mcp/get_dynamic_tools", json!({ "namespace": namespace }))
-        .await
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .unwrap_or_default();
-    match listing["status"].as_str() {
-        Some("ready") => {
+fn outcome(pack: &Arc<dyn runvil_plugin::Pack>, namespace: &str) -> u8 {
+    let status = pack.status();
+    let state = status.borrow();
+    match state.iter().find(|s| s.name == namespace).map(|s| &s.state) {
+        Some(BackendState::Ready { .. }) => {
             eprintln!("runvil: {namespace} is authorized");
             EXIT_OK
         }
-        Some("error") => {
-            let reason = listing["reason"].as_str().unwrap_or("no reason given");
+        Some(BackendState::Failed(reason) | BackendState::Refused(reason)) => {
             eprintln!("runvil: {namespace} is not authorized: {reason}");
             host::EXIT_TRANSPORT
         }

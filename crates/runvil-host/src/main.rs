@@ -8,7 +8,8 @@
 //! - `host`: `tools` and `call`, and what every command shares (the Pack, exit codes, stdout).
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
 //! - `logging`: log lines on stderr, with the HTTP stack's lines capped.
-//! - `check`, `serve`, `demo`, `login` (with `logout`): one command each.
+//! - `check`, `serve`, `demo`, `login` (with `logout`): one command each. `signals`: what
+//!   stops a command, and its exit code.
 //! - `credentials`: the file where logins are kept.
 
 #![forbid(unsafe_code)]
@@ -26,6 +27,7 @@ mod login;
 mod output;
 mod progress;
 mod serve;
+mod signals;
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -47,7 +49,9 @@ fn main() -> ExitCode {
         // No runtime: `check` must not let the Pack's connection tasks run at all.
         Command::Check { source } => check::run(&source),
         Command::Demo => block_on(demo::run()),
-        Command::Serve { source } => block_on(serve::run(&source)),
+        Command::Serve { source, wait } => {
+            block_on(serve::run(&source, std::time::Duration::from_secs(wait)))
+        }
         Command::Tools {
             namespace,
             tool,
@@ -82,14 +86,8 @@ fn block_on(command: impl Future<Output = u8>) -> u8 {
             return host::EXIT_OTHER;
         }
     };
-    let code = runtime.block_on(async {
-        let code = command.await;
-        // The command's Pack is gone with its future: its farewells (the notice that stops a
-        // dropped call, then the end of each session) are tasks on this runtime, which get a
-        // moment to leave.
-        tokio::time::sleep(host::FAREWELL_GRACE).await;
-        code
-    });
+    // Each command shuts its Pack down before it answers: its farewells are sent by then.
+    let code = runtime.block_on(command);
     // Waiting longer for what is left (a blocking read of a terminal's stdin in `serve`, the
     // demo's server) would only delay the exit.
     runtime.shutdown_background();

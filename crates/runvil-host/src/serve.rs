@@ -6,22 +6,31 @@
 //! `isError: true` and the error's text, so the model reads it and can correct itself; only a
 //! call to a tool that does not exist is a protocol error. stdout carries nothing but the
 //! protocol: logs and the start-up line go to stderr.
+//!
+//! A request about one server (a call, or the listing of its tools) waits for that server to
+//! leave `loading`, up to `--wait`: a client that starts the gateway and calls at once gets
+//! an answer, not "still connecting". A call's progress reaches the client when its request
+//! asked for it (a `progressToken`).
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use runvil_plugin::Pack;
+use runvil_plugin::{BackendStatus, Pack, Progress, ProgressSink};
 use serde_json::Value;
 use tokio::runtime::Handle;
 
 use crate::cli::Source;
 use crate::discovery;
-use crate::host::{self, EXIT_INTERRUPTED, EXIT_OK, EXIT_OTHER};
+use crate::host::{self, EXIT_OK, EXIT_OTHER};
+use crate::signals;
 
 /// One of the Pack's tools as the gateway offers it.
 struct Offered {
@@ -35,10 +44,12 @@ struct Offered {
 struct Gateway {
     pack: Arc<dyn Pack>,
     offered: Arc<[Offered]>,
+    /// How long a request about one server waits for it to leave `loading`.
+    wait: Duration,
 }
 
 impl Gateway {
-    fn new(pack: Arc<dyn Pack>) -> Self {
+    fn new(pack: Arc<dyn Pack>, wait: Duration) -> Self {
         let offered = pack
             .tools()
             .into_iter()
@@ -54,9 +65,55 @@ impl Gateway {
                 }
             })
             .collect();
-        Self { pack, offered }
+        Self {
+            pack,
+            offered,
+            wait,
+        }
+    }
+
+    /// Waits, up to the gateway's bound, until the server a request names is no longer
+    /// `loading`; a request that names none (the listing of every server) answers at once.
+    async fn settle(&self, args: &Value) {
+        let Some(namespace) = args.get("namespace").and_then(Value::as_str) else {
+            return;
+        };
+        let mut status = self.pack.status();
+        let settled = |all: &Vec<BackendStatus>| {
+            !all.iter()
+                .any(|s| s.name == namespace && s.state.is_loading())
+        };
+        // Past the bound the Pack answers as it stands: that the server is still loading.
+        let _ = tokio::time::timeout(self.wait, status.wait_for(settled)).await;
     }
 }
+
+/// Hands a call's progress to the client under the token its request carried. Notices wait
+/// in a short queue; past it they are dropped, since a newer one supersedes them.
+fn forward_progress(
+    context: &RequestContext<RoleServer>,
+) -> Option<(ProgressSink, impl Future<Output = ()> + use<>)> {
+    let token = context.meta.get_progress_token()?;
+    let (sender, mut notices) = tokio::sync::mpsc::channel::<Progress>(PROGRESS_QUEUE);
+    let peer = context.peer.clone();
+    let forward = async move {
+        while let Some(notice) = notices.recv().await {
+            let mut param = ProgressNotificationParam::new(token.clone(), notice.progress);
+            param.total = notice.total;
+            param.message = notice.message;
+            if peer.notify_progress(param).await.is_err() {
+                return; // the client is gone
+            }
+        }
+    };
+    let sink: ProgressSink = Arc::new(move |notice| {
+        let _ = sender.try_send(notice);
+    });
+    Some((sink, forward))
+}
+
+/// Progress notices waiting to reach a slow client, per call.
+const PROGRESS_QUEUE: usize = 16;
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
@@ -88,8 +145,21 @@ impl ServerHandler for Gateway {
             return Err(ErrorData::invalid_params(message, None));
         };
         let args = request.arguments.map_or(Value::Null, Value::Object);
+        let answer = async {
+            self.settle(&args).await;
+            match forward_progress(&context) {
+                None => self.pack.call(&offered.qualified, args).await,
+                Some((sink, forward)) => {
+                    let call = self.pack.call_with_progress(&offered.qualified, args, sink);
+                    // The call drops its sink when it ends, which ends the forwarding once
+                    // every notice has been sent ahead of the answer.
+                    let (outcome, ()) = tokio::join!(call, forward);
+                    outcome
+                }
+            }
+        };
         let outcome = tokio::select! {
-            outcome = self.pack.call(&offered.qualified, args) => outcome,
+            outcome = answer => outcome,
             // The client cancelled: dropping the Pack's call cancels it on its server too.
             () = context.ct.cancelled() => {
                 return Err(ErrorData::internal_error("the call was cancelled", None));
@@ -103,8 +173,9 @@ impl ServerHandler for Gateway {
     }
 }
 
-/// Serves until the client closes stdin (exit 0) or Ctrl-C (exit 130).
-pub(crate) async fn run(source: &Source) -> u8 {
+/// Serves until the client closes stdin (exit 0) or a signal (128 + the signal); either way
+/// the Pack is shut down first, so every session it opened is ended.
+pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
     let config = match discovery::load(source) {
         Ok(config) => config,
         Err(e) => {
@@ -126,7 +197,7 @@ pub(crate) async fn run(source: &Source) -> u8 {
         config.origin
     );
     let serving = async {
-        match Gateway::new(pack)
+        match Gateway::new(Arc::clone(&pack), wait)
             .serve(rmcp::transport::stdio_pipes())
             .await
         {
@@ -142,7 +213,8 @@ pub(crate) async fn run(source: &Source) -> u8 {
     };
     let code = tokio::select! {
         code = serving => code,
-        _ = tokio::signal::ctrl_c() => EXIT_INTERRUPTED,
+        stop = signals::stopped() => stop.exit_code(),
     };
+    pack.shutdown().await;
     code
 }

@@ -1,5 +1,5 @@
 //! The `runvil` command, run as a person runs it: `demo`, `tools`, `call`, the argument
-//! errors clap reports, and Ctrl-C during a call.
+//! errors clap reports, Ctrl-C during a call, and what the debug log shows.
 
 mod support;
 
@@ -137,7 +137,7 @@ fn argument_errors_are_clap_s_with_exit_2() {
     for line in [
         "$RUNVIL_MCP_CONFIG",
         "4    transport",
-        "Ctrl-C (SIGINT)",
+        "143  terminated (SIGTERM)",
         "RUST_LOG",
     ] {
         assert!(help.contains(line), "{line}: {help}");
@@ -159,7 +159,7 @@ async fn tools_and_call_reach_a_server_and_say_one_summary_line() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
-        "{\"servers\":[{\"namespace\":\"backend\",\"status\":\"ready\",\"tools\":[\"echo\",\"fails\",\"slow\"]}]}\n"
+        "{\"servers\":[{\"namespace\":\"backend\",\"status\":\"ready\",\"tools\":[\"echo\",\"fails\",\"progress\",\"slow\"]}]}\n"
     );
     assert_eq!(text(&out.stderr), "runvil: 1 server: 1 ready\n");
 
@@ -308,4 +308,40 @@ fn a_piped_stderr_gets_one_summary_line_and_no_warnings() {
         .expect("runvil runs");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(text(&out.stderr), "runvil: 2 servers: 2 error\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_debug_log_shows_each_request_and_never_a_value() {
+    let backend = Backend::start().await;
+    let config = Temp::config(json!({"backend": {
+        "url": backend.url(),
+        "headers": {"X-Api-Key": "canary-header-value-42"},
+    }}));
+    let mut command = runvil_command(&[
+        "call",
+        "backend",
+        "echo",
+        r#"{"text": "canary-argument-7"}"#,
+        "--config",
+        config.arg(),
+    ]);
+    command.env("RUST_LOG", "plugin_mcp=debug");
+    let out = tokio::process::Command::from(command)
+        .output()
+        .await
+        .expect("runvil runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let log = text(&out.stderr);
+    for method in ["server/discover", "tools/list", "tools/call"] {
+        let line = format!("request method=\"{method}\"");
+        let found = log
+            .lines()
+            .find(|l| l.contains(&line))
+            .unwrap_or_else(|| panic!("no line for {method}: {log}"));
+        assert!(found.contains("server{name=backend}"), "{found}");
+        assert!(found.contains("outcome=\"answered\""), "{found}");
+        assert!(found.contains(" ms="), "{found}");
+    }
+    assert!(!log.contains("canary-header-value-42"), "{log}");
+    assert!(!log.contains("canary-argument-7"), "{log}");
 }

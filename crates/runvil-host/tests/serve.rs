@@ -36,20 +36,6 @@ fn only_text(result: &CallToolResult) -> String {
     block.text.clone()
 }
 
-/// The listing through the gateway, once the server behind it has left `loading`.
-async fn ready_listing(client: &Client) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let result = call(client, "get_dynamic_tools", json!({})).await;
-        let listing: Value = serde_json::from_str(&only_text(&result)).expect("JSON");
-        if listing["servers"][0]["status"] != "loading" {
-            return listing;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "still loading");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_client_lists_and_calls_through_the_gateway() {
     let backend = Backend::start().await;
@@ -85,11 +71,21 @@ async fn an_mcp_client_lists_and_calls_through_the_gateway() {
         Some(&json!(["namespace", "toolName"]))
     );
 
-    // The listing names the server behind the gateway, and its tools.
-    let listing = ready_listing(&client).await;
+    // Asked at once, the listing of one server waits for it to leave `loading`; then the
+    // listing of every server shows it ready, with its tools.
+    let one = call(
+        &client,
+        "get_dynamic_tools",
+        json!({"namespace": "backend"}),
+    )
+    .await;
+    let one: Value = serde_json::from_str(&only_text(&one)).expect("JSON");
+    assert_eq!(one["status"], "ready", "{one}");
+    let listing = call(&client, "get_dynamic_tools", json!({})).await;
+    let listing: Value = serde_json::from_str(&only_text(&listing)).expect("JSON");
     assert_eq!(
         listing,
-        json!({"servers": [{"namespace": "backend", "status": "ready", "tools": ["echo", "fails", "slow"]}]})
+        json!({"servers": [{"namespace": "backend", "status": "ready", "tools": ["echo", "fails", "progress", "slow"]}]})
     );
 
     // A call reaches the server behind.
@@ -212,4 +208,88 @@ fn stdout_carries_only_protocol_and_closing_stdin_exits_0() {
         "{stderr}"
     );
     assert!(stderr.contains("server entry refused"), "{stderr}");
+}
+
+/// Reads stdout lines until the answer to request `id`, and returns every message read.
+fn read_until_answer(stdout: &mut impl BufRead, id: i64) -> Vec<Value> {
+    let mut messages = Vec::new();
+    loop {
+        let mut line = String::new();
+        let read = stdout.read_line(&mut line).expect("read");
+        assert!(read > 0, "stdout closed early; got {messages:?}");
+        let message: Value = serde_json::from_str(&line).expect("every stdout line is JSON");
+        let done = message["id"] == id;
+        messages.push(message);
+        if done {
+            return messages;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_made_at_once_waits_for_its_server_and_forwards_its_progress() {
+    // The server answers nothing for a second: a call the gateway did not hold would be told
+    // "backend is not ready: its status is loading".
+    let backend = Backend::start_late(Duration::from_secs(1)).await;
+    let config = backend.config();
+    let path = config.arg().to_owned();
+    let (mut child, mut stdin, mut stdout) = tokio::task::spawn_blocking(move || {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runvil"))
+            .args(["serve", "--config", &path])
+            .env("RUST_LOG", "off")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("runvil serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        (child, stdin, stdout)
+    })
+    .await
+    .expect("spawned");
+    let exchange = tokio::task::spawn_blocking(move || {
+        send(
+            &mut stdin,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}}),
+        );
+        read_until_answer(&mut stdout, 1);
+        send(
+            &mut stdin,
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+        // Sent before the server behind can have connected: the gateway waits for it.
+        send(
+            &mut stdin,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "call_dynamic_tool", "_meta": {"progressToken": "tok-1"},
+                "arguments": {"namespace": "backend", "toolName": "progress"}}}),
+        );
+        let messages = read_until_answer(&mut stdout, 2);
+        drop(stdin);
+        messages
+    });
+    let messages = exchange.await.expect("the exchange");
+    let progress: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| &m["params"])
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            &json!({"progressToken": "tok-1", "progress": 1.0, "total": 2.0, "message": "step 1"}),
+            &json!({"progressToken": "tok-1", "progress": 2.0, "total": 2.0, "message": "step 2"}),
+        ],
+        "{messages:?}"
+    );
+    let answer = messages.last().expect("the answer");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "done");
+    let status = tokio::task::spawn_blocking(move || child.wait().expect("runvil exits"))
+        .await
+        .expect("waited");
+    assert_eq!(status.code(), Some(0));
 }

@@ -104,6 +104,14 @@ pub(crate) enum Client {
 }
 
 impl Client {
+    /// Ends the client's session where it has one it can end and wait for: the Pack's
+    /// shutdown completes once its DELETE is sent; the others end theirs as they drop.
+    pub(crate) async fn close(&self) {
+        if let Client::Pack(pack) = self {
+            pack.shutdown().await;
+        }
+    }
+
     /// Connects a client of `kind` to `url`, whose server serves 2026-07-28 if `modern`: the
     /// client's start (handshake or discovery) is done when this returns.
     pub(crate) async fn connect(kind: Kind, url: &str, modern: bool) -> Result<Client, String> {

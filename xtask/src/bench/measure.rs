@@ -124,46 +124,32 @@ fn namespace(index: usize) -> String {
 }
 
 /// Constructs a Pack over `urls` and waits until every server is `ready`; the Pack and the
-/// time from construct to the last server ready.
-///
-/// Readiness is read as a Host would, through `get_dynamic_tools` (one tool of one
-/// namespace at a time, the cheapest listing), polled every 100 µs from a thread of its own
-/// so the runtime's workers only do the Pack's work.
+/// time from construct to the last server ready, read as a Host reads it: from the Pack's
+/// status, which wakes the waiter when the last server changes.
 pub(crate) async fn time_to_ready(urls: &[String]) -> Result<(Arc<dyn Pack>, Duration), String> {
-    let config = fleet_config(urls);
-    let handle = tokio::runtime::Handle::current();
-    let count = urls.len();
-    let poller = std::thread::spawn(move || -> Result<_, String> {
-        let mut packs = runvil_plugin::Packs::new();
-        plugin_mcp::install(&mut packs, &config);
-        let mut services = runvil_plugin::Services::new();
-        services.insert(runvil_plugin::TOKIO_RUNTIME, handle.clone());
-        let started = Instant::now();
-        let pack = packs
-            .construct("mcp", &services)
-            .map_err(|error| error.to_string())?;
-        let give_up = started + Duration::from_secs(60);
-        let mut next = 0;
-        while next < count {
-            let args = json!({"namespace": namespace(next), "toolName": "echo"});
-            if handle
-                .block_on(pack.call("mcp/get_dynamic_tools", args))
-                .is_ok()
-            {
-                next += 1;
-                continue;
-            }
-            if Instant::now() > give_up {
-                return Err(format!("{} was not ready within 60 s", namespace(next)));
-            }
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        Ok((pack, started.elapsed()))
-    });
-    tokio::task::spawn_blocking(move || poller.join())
-        .await
-        .map_err(|error| error.to_string())?
-        .map_err(|_| "the readiness poller panicked".to_owned())?
+    let mut packs = runvil_plugin::Packs::new();
+    plugin_mcp::install(&mut packs, &fleet_config(urls));
+    let mut services = runvil_plugin::Services::new();
+    services.insert(
+        runvil_plugin::TOKIO_RUNTIME,
+        tokio::runtime::Handle::current(),
+    );
+    let started = Instant::now();
+    let pack = packs
+        .construct("mcp", &services)
+        .map_err(|error| error.to_string())?;
+    let mut status = pack.status();
+    let all_ready = |all: &Vec<runvil_plugin::BackendStatus>| {
+        all.iter()
+            .all(|s| matches!(s.state, runvil_plugin::BackendState::Ready { .. }))
+    };
+    match tokio::time::timeout(Duration::from_secs(60), status.wait_for(all_ready)).await {
+        Ok(Ok(_)) => {}
+        _ => return Err("the servers were not all ready within 60 s".to_owned()),
+    }
+    let elapsed = started.elapsed();
+    drop(status);
+    Ok((pack, elapsed))
 }
 
 /// The raw client's time to ready over `urls` (servers that serve 2026-07-28 if `modern`), the

@@ -43,8 +43,8 @@ const LISTING_ROUNDS: usize = 3;
 const LIST_CALLS: usize = 1000;
 /// How long the 100 ready servers sit idle before memory is read.
 const IDLE: Duration = Duration::from_secs(1);
-/// How long a dropped Pack gets to end its sessions before the next measurement.
-const SETTLE: Duration = Duration::from_millis(200);
+/// How long the runtime's blocking threads get to finish when the benchmark ends.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// What one step measures.
 #[derive(Debug, Clone, Copy)]
@@ -144,7 +144,7 @@ pub fn command(args: &[String]) -> ExitCode {
             .await
             .map_err(|error| format!("the benchmark task failed: {error}"))?
     });
-    runtime.shutdown_timeout(SETTLE);
+    runtime.shutdown_timeout(SHUTDOWN_TIMEOUT);
     match outcome {
         Ok(results) => {
             println!("{}", results.table());
@@ -203,16 +203,16 @@ async fn startup(bin: &std::path::Path, results: &mut Results) -> Result<(), Str
     eprintln!("bench: memory and time to ready, 1 and {FLEET} servers of 1 tool");
     let server = Server::start(bin, FLEET_MODE, 1, FLEET)?;
     let (warm, _) = measure::time_to_ready(&server.urls[..1]).await?;
+    warm.shutdown().await;
     drop(warm);
-    tokio::time::sleep(SETTLE).await;
     let before = measure::resident_kib()?;
     let (pack, _) = measure::time_to_ready(&server.urls).await?;
     tokio::time::sleep(IDLE).await;
     let after = measure::resident_kib()?;
     results.rss_kib = Some((before, after));
     results.rss_servers = FLEET;
+    pack.shutdown().await;
     drop(pack);
-    tokio::time::sleep(SETTLE).await;
     let millis = |time: Duration| time.as_secs_f64() * 1e3;
     for _ in 0..READY_ROUNDS {
         for (urls, times) in [
@@ -221,8 +221,8 @@ async fn startup(bin: &std::path::Path, results: &mut Results) -> Result<(), Str
         ] {
             let (pack, time) = measure::time_to_ready(urls).await?;
             times.push(millis(time));
+            pack.shutdown().await;
             drop(pack);
-            tokio::time::sleep(SETTLE).await;
         }
         for (urls, times) in [
             (&server.urls[..1], &mut results.raw_ready_1_ms),
@@ -234,7 +234,6 @@ async fn startup(bin: &std::path::Path, results: &mut Results) -> Result<(), Str
                 raw.close().await;
             }
             drop(raws);
-            tokio::time::sleep(SETTLE).await;
         }
     }
     Ok(())
@@ -255,8 +254,8 @@ async fn listing(bin: &std::path::Path, results: &mut Results) -> Result<(), Str
                 listing.p99.as_secs_f64() * 1e3,
             ));
         }
+        pack.shutdown().await;
         drop(pack);
-        tokio::time::sleep(SETTLE).await;
     }
     Ok(())
 }
@@ -322,8 +321,10 @@ async fn wire(
             }
         }
     }
+    for (_, client) in &clients {
+        client.close().await;
+    }
     drop(clients);
-    tokio::time::sleep(SETTLE).await;
     drop(server);
     Ok(())
 }

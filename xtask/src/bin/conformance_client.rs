@@ -32,8 +32,6 @@ use serde_json::{Value, json};
 const NAMESPACE: &str = "server";
 /// How long the server may stay `loading` (the suite kills the client after 30 s).
 const READY_WITHIN: Duration = Duration::from_secs(20);
-/// How long the runtime gets, once the Pack is dropped, to send its DELETE.
-const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 
 /// What the user does once the server is ready.
 #[derive(Debug, PartialEq)]
@@ -113,14 +111,10 @@ fn main() -> ExitCode {
             Err(error) => return vec![error],
         };
         let failures = run(&pack, errand).await;
-        // Dropping the Pack ends its session with a DELETE, sent by a task it spawns on this
-        // runtime. Shutting the runtime down would cancel that task at once (a shutdown
-        // timeout only waits for blocking threads), so the task gets its time here.
-        drop(pack);
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
+        // Ends the session (a DELETE) and completes once it has been sent.
+        pack.shutdown().await;
         failures
     });
-    runtime.shutdown_timeout(SHUTDOWN_GRACE);
     for failure in &failures {
         eprintln!("{failure}");
     }

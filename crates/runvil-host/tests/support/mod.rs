@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
-    ContentBlock, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool,
+    ContentBlock, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -132,7 +132,8 @@ impl ServerHandler for Handler {
         Ok(ListToolsResult::with_all_items(vec![
             Tool::new("echo", "Echoes the text back.", schema(text)),
             Tool::new("fails", "Reports a tool error.", schema(none.clone())),
-            Tool::new("slow", "Waits until cancelled.", schema(none)),
+            Tool::new("slow", "Waits until cancelled.", schema(none.clone())),
+            Tool::new("progress", "Reports two steps of progress.", schema(none)),
         ]))
     }
 
@@ -152,6 +153,17 @@ impl ServerHandler for Handler {
                 CallToolResult::success(vec![ContentBlock::text(text)])
             }
             "fails" => CallToolResult::error(vec![ContentBlock::text("the disk is full")]),
+            "progress" => {
+                if let Some(token) = context.meta.get_progress_token() {
+                    for step in [1.0, 2.0] {
+                        let mut notice = ProgressNotificationParam::new(token.clone(), step);
+                        notice.total = Some(2.0);
+                        notice.message = Some(format!("step {step}\u{1b}[2J"));
+                        let _ = context.peer.notify_progress(notice).await;
+                    }
+                }
+                CallToolResult::success(vec![ContentBlock::text("done")])
+            }
             "slow" => {
                 self.seen.slow_started.store(true, Ordering::SeqCst);
                 tokio::select! {
@@ -186,6 +198,12 @@ pub(crate) struct Backend {
 impl Backend {
     /// Starts the server on the current tokio runtime.
     pub(crate) async fn start() -> Self {
+        Self::start_late(Duration::ZERO).await
+    }
+
+    /// Starts the server, which accepts connections at once but answers nothing for `late`:
+    /// a client sees it `loading` that long.
+    pub(crate) async fn start_late(late: Duration) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a loopback port");
@@ -201,6 +219,7 @@ impl Backend {
         );
         let router = axum::Router::new().nest_service("/mcp", service);
         let task = tokio::spawn(async move {
+            tokio::time::sleep(late).await;
             let _ = axum::serve(listener, router).await;
         });
         Self { url, seen, task }

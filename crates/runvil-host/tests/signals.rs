@@ -1,0 +1,139 @@
+//! How `runvil` stops: SIGINT, SIGTERM and SIGHUP each cancel the call in flight (its server
+//! is sent `notifications/cancelled`), end the session (DELETE) before the process exits, and
+//! exit with 128 + the signal; and the exit codes of a server that could not be reached.
+
+mod support;
+
+#[path = "../../../tests/support/hostile.rs"]
+mod hostile;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use hostile::{Hostile, Request, Script, Step, mcp};
+use serde_json::json;
+use support::{Temp, runvil, runvil_command, text};
+
+/// Answers like a small session-based server, but never answers a call.
+fn stalls_calls(r: &Request) -> Script {
+    match r.rpc_method() {
+        "tools/call" => Script {
+            steps: vec![Step::Stall],
+            keep_alive: true,
+        },
+        _ => mcp(r),
+    }
+}
+
+/// What the server saw, in order: JSON-RPC methods for POSTs, HTTP methods otherwise.
+fn seen(server: &Hostile) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .map(|r| match r.method.as_str() {
+            "POST" => r.rpc_method().to_owned(),
+            other => other.to_owned(),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_signal_cancels_the_call_ends_the_session_and_exits_128_plus_its_number() {
+    for (signal, code, said) in [
+        ("INT", 130, "runvil: interrupted\n"),
+        ("TERM", 143, "runvil: terminated (SIGTERM)\n"),
+        ("HUP", 129, "runvil: hung up (SIGHUP)\n"),
+    ] {
+        let server = Hostile::start(stalls_calls).await;
+        let config = Temp::config(json!({"s": {"url": server.url}}));
+        let child = tokio::process::Command::from(runvil_command(&[
+            "call",
+            "s",
+            "echo",
+            r#"{"text":"x"}"#,
+            "--config",
+            config.arg(),
+        ]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runvil runs");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while server.calls_of("tools/call").is_empty() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the call never came"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let pid = child.id().expect("a pid").to_string();
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        let out = tokio::time::timeout(Duration::from_secs(15), child.wait_with_output())
+            .await
+            .expect("runvil exits after the signal")
+            .expect("runvil's output");
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "SIG{signal}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).ends_with(said),
+            "SIG{signal}: {}",
+            text(&out.stderr)
+        );
+        assert!(out.stdout.is_empty());
+        // Told before the process exited: no waiting here.
+        let seen = seen(&server);
+        assert_eq!(
+            seen[seen.len() - 2..],
+            ["notifications/cancelled", "DELETE"],
+            "SIG{signal}: {seen:?}"
+        );
+        let call_id = &server.calls_of("tools/call")[0].body["id"];
+        let cancelled = &server.calls_of("notifications/cancelled")[0];
+        assert_eq!(&cancelled.body["params"]["requestId"], call_id);
+    }
+}
+
+/// A URL on this machine where nothing listens.
+fn unreachable_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    drop(listener);
+    url
+}
+
+#[test]
+fn a_server_that_cannot_be_reached_exits_4_and_a_refused_one_2() {
+    let config = Temp::config(json!({
+        "down": {"url": unreachable_url()},
+        "local": {"command": "npx"},
+    }));
+    let call = runvil(&["call", "down", "echo", "--config", config.arg()]);
+    assert_eq!(call.status.code(), Some(4), "{}", text(&call.stderr));
+    assert!(
+        text(&call.stderr).contains("down is not ready: its status is error: could not reach"),
+        "{}",
+        text(&call.stderr)
+    );
+    let tools = runvil(&["tools", "down", "--config", config.arg()]);
+    assert_eq!(tools.status.code(), Some(4), "{}", text(&tools.stderr));
+    let listing: serde_json::Value = serde_json::from_slice(&tools.stdout).expect("JSON");
+    assert_eq!(listing["status"], "error", "the listing is still printed");
+    let refused = runvil(&["tools", "local", "--config", config.arg()]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    let call = runvil(&["call", "local", "echo", "--config", config.arg()]);
+    assert_eq!(call.status.code(), Some(2), "{}", text(&call.stderr));
+    let all = runvil(&["tools", "--config", config.arg()]);
+    assert_eq!(
+        all.status.code(),
+        Some(0),
+        "the listing of every server is an answer"
+    );
+}
