@@ -4,6 +4,7 @@
 
 mod support;
 
+#[allow(dead_code, unreachable_pub)] // the test server's other helpers serve other tests
 #[path = "../../../tests/support/hostile.rs"]
 mod hostile;
 
