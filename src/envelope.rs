@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use self::catalog::ListedTool;
 use self::param_headers::ParamHeaders;
 use crate::policy::{
-    MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
+    MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, MAX_TITLE_CHARS,
     MAX_TOOL_NAME_CHARS, MAX_VALIDATION_WORK, MAX_VIOLATION_CHARS, MAX_VIOLATIONS_IN_ERROR,
 };
 
@@ -36,7 +36,7 @@ mod off_runtime;
 #[path = "envelope/param_headers.rs"]
 pub(crate) mod param_headers;
 
-pub(crate) use catalog::{Catalog, Loose, Object};
+pub(crate) use catalog::{Catalog, Hints, Loose, Object};
 pub(crate) use off_runtime::{check_arguments, convert_result};
 
 /// Data from a server that no model may see before this module checks it.
@@ -75,8 +75,14 @@ pub(crate) struct ToolSet {
 pub(crate) struct CheckedTool {
     pub(crate) name: String,
     pub(crate) description: String,
+    /// Its display name (`title`, else `annotations.title`), cleaned and capped.
+    pub(crate) title: Option<String>,
+    /// Its behaviour hints, when it gave any.
+    pub(crate) hints: Option<Hints>,
     /// The schema as a model sees it: strings cleaned.
     pub(crate) shown_schema: Value,
+    /// The output schema as a model sees it, when there is one: strings cleaned.
+    pub(crate) shown_output_schema: Option<Value>,
     /// The schema as the server sent it, for validation.
     input_schema: Value,
     output_schema: Option<Value>,
@@ -119,14 +125,23 @@ fn check_tool(tool: ListedTool) -> Result<CheckedTool, Rejected> {
             ),
         ));
     }
-    let annotations_title = tool.annotations.0.and_then(|a| a.0.title.0);
-    let description = [tool.description.0, tool.title.0, annotations_title]
+    let (hints, annotations_title) = match tool.annotations.0 {
+        Some(Object(annotations)) => (annotations.hints(), annotations.title.0),
+        None => (None, None),
+    };
+    let shown = |text: String| Some(clean_owned(text)).filter(|t| !t.trim().is_empty());
+    let title = [tool.title.0, annotations_title]
         .into_iter()
         .flatten()
-        .map(clean_owned)
-        .find(|text| !text.trim().is_empty())
+        .find_map(shown);
+    let description = tool
+        .description
+        .0
+        .and_then(shown)
+        .or_else(|| title.clone())
         .unwrap_or_else(|| name.clone());
     let description = truncate(description, MAX_DESCRIPTION_CHARS);
+    let title = title.map(|title| truncate(title, MAX_TITLE_CHARS));
     let input_schema = tool.input_schema.0.unwrap_or(Value::Null);
     let input_expansion =
         check_schema(&input_schema).map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
@@ -145,8 +160,11 @@ fn check_tool(tool: ListedTool) -> Result<CheckedTool, Rejected> {
         .map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
     Ok(CheckedTool {
         shown_schema: clean_value(&input_schema),
+        shown_output_schema: output_schema.as_ref().map(clean_value),
         name,
         description,
+        title,
+        hints,
         input_schema,
         output_schema,
         input_expansion,

@@ -11,15 +11,19 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::connector::{Server, Status};
-use crate::envelope::{CheckedTool, Rejected, ToolSet};
+use crate::envelope::{CheckedTool, Hints, Rejected, ToolSet};
 use crate::policy::{
-    MAX_DESCRIPTION_CHARS, MAX_LISTING_BYTES, MAX_SCHEMA_BYTES, MAX_TOOL_NAME_CHARS,
+    MAX_DESCRIPTION_CHARS, MAX_LISTING_BYTES, MAX_SCHEMA_BYTES, MAX_TITLE_CHARS,
+    MAX_TOOL_NAME_CHARS,
 };
 
-// A tool is at most its name and description (4 bytes a character, escaped quotes at most
-// doubling them), its schema and the JSON around them.
+// A tool is at most its name, title and description (4 bytes a character, escaped quotes at
+// most doubling them), its two schemas, its hints and the JSON around them.
 const _: () = assert!(
-    MAX_LISTING_BYTES > MAX_SCHEMA_BYTES + 8 * (MAX_DESCRIPTION_CHARS + MAX_TOOL_NAME_CHARS) + 1024
+    MAX_LISTING_BYTES
+        > 2 * MAX_SCHEMA_BYTES
+            + 8 * (MAX_DESCRIPTION_CHARS + MAX_TITLE_CHARS + MAX_TOOL_NAME_CHARS)
+            + 1024
 );
 
 /// `get_dynamic_tools {}`: every server with its status and tool names.
@@ -90,21 +94,30 @@ struct OneTool<'a> {
     tool: ToolView<'a>,
 }
 
-/// A tool as a model reads it.
+/// A tool as a model reads it: what the envelope kept of it, cleaned.
 #[derive(Serialize)]
 struct ToolView<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<&'a Hints>,
     description: &'a str,
     #[serde(rename = "inputSchema")]
     input_schema: &'a Value,
     name: &'a str,
+    #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
+    output_schema: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
 }
 
 impl<'a> ToolView<'a> {
     fn of(tool: &'a CheckedTool) -> Self {
         Self {
+            annotations: tool.hints.as_ref(),
             description: &tool.description,
             input_schema: &tool.shown_schema,
             name: &tool.name,
+            output_schema: tool.shown_output_schema.as_ref(),
+            title: tool.title.as_deref(),
         }
     }
 }

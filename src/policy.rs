@@ -127,6 +127,10 @@ pub(crate) const MAX_TOOL_NAME_CHARS: usize = 128;
 /// The longest tool description shown to a model; the rest is cut with a marker.
 pub(crate) const MAX_DESCRIPTION_CHARS: usize = 4096;
 
+/// The longest tool title shown: a display name, twice the longest tool name; the rest is
+/// cut with a marker.
+pub(crate) const MAX_TITLE_CHARS: usize = 256;
+
 /// The largest input or output schema, serialized. A bigger one drops its tool.
 pub(crate) const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 
@@ -379,6 +383,7 @@ fn table() -> Vec<(&'static str, String)> {
         ("MAX_SESSION_ID_BYTES", MAX_SESSION_ID_BYTES.to_string()),
         ("MAX_TOOL_NAME_CHARS", MAX_TOOL_NAME_CHARS.to_string()),
         ("MAX_DESCRIPTION_CHARS", MAX_DESCRIPTION_CHARS.to_string()),
+        ("MAX_TITLE_CHARS", MAX_TITLE_CHARS.to_string()),
         ("MAX_SCHEMA_BYTES", MAX_SCHEMA_BYTES.to_string()),
         ("MAX_SCHEMA_DEPTH", MAX_SCHEMA_DEPTH.to_string()),
         ("MAX_PARAM_HEADERS", MAX_PARAM_HEADERS.to_string()),

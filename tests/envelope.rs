@@ -192,3 +192,69 @@ async fn results_and_errors_are_cleaned_and_scrubbed() {
         ))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn titles_hints_and_output_schemas_are_shown_cleaned_and_capped() {
+    let object = json!({"type": "object"});
+    let tools = vec![
+        json!({
+            "name": "full",
+            "title": "Full\u{1b}]0;pwned\u{7} tool\u{202e}",
+            "description": "Has everything.",
+            "annotations": {"title": "ignored: title wins", "readOnlyHint": true,
+                            "destructiveHint": false, "idempotentHint": "yes",
+                            "openWorldHint": true, "x-vendor": {"nested": 1}},
+            "inputSchema": object,
+            "outputSchema": {"type": "object", "description": "out\u{1b}[2J\u{200b}put",
+                             "properties": {"n": {"type": "number"}}},
+        }),
+        json!({"name": "annotated_title", "annotations": {"title": "From annotations"},
+               "inputSchema": object}),
+        json!({"name": "only_bad_hints", "annotations": {"readOnlyHint": 1},
+               "inputSchema": object}),
+        json!({"name": "at_cap", "title": "t".repeat(256), "inputSchema": object}),
+        json!({"name": "past_cap", "title": "t".repeat(257), "inputSchema": object}),
+    ];
+    let server = Hostile::start(move |r: &Request| match r.rpc_method() {
+        "tools/list" => json_reply(&result_for(r, json!({"tools": tools}))),
+        _ => mcp(r),
+    })
+    .await;
+    let pack = support::pack(json!({"s": {"url": server.url}}));
+    support::wait_for(&pack, "s", "ready", Duration::from_secs(20)).await;
+    let one = support::list(&pack, json!({"namespace": "s", "toolName": "full"})).await;
+    assert_eq!(
+        one["tool"],
+        json!({
+            "annotations": {"destructiveHint": false, "openWorldHint": true, "readOnlyHint": true},
+            "description": "Has everything.",
+            "inputSchema": {"type": "object"},
+            "name": "full",
+            "outputSchema": {"type": "object", "description": "output",
+                             "properties": {"n": {"type": "number"}}},
+            "title": "Full tool",
+        })
+    );
+    let listing = support::list(&pack, json!({"namespace": "s"})).await;
+    let tool = |name: &str| {
+        listing["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+            .expect("listed")
+    };
+    assert_eq!(tool("full"), one["tool"], "the same view in both listings");
+    let annotated = tool("annotated_title");
+    assert_eq!(annotated["title"], "From annotations");
+    assert_eq!(annotated["description"], "From annotations");
+    assert!(annotated.get("annotations").is_none());
+    assert!(tool("only_bad_hints").get("annotations").is_none());
+    assert!(tool("only_bad_hints").get("outputSchema").is_none());
+    assert_eq!(tool("at_cap")["title"], "t".repeat(256));
+    assert_eq!(
+        tool("past_cap")["title"],
+        format!("{}\n[... 1 characters cut]", "t".repeat(256))
+    );
+}

@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{DeserializeOwned, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -157,12 +157,9 @@ pub(super) struct ListedTool {
 }
 
 /// A tool's `annotations`: its title (the 2025-03-26 revision's only title) and the
-/// behaviour hints, untrusted, which a Host may show in an approval prompt.
+/// behaviour hints, untrusted: a model or a Host's approval prompt may weigh them, never
+/// trust them.
 #[derive(Default, Deserialize)]
-#[expect(
-    dead_code,
-    reason = "the hints are read for a Host's approval prompt, not yet shown"
-)]
 pub(super) struct Annotations {
     #[serde(default)]
     pub(super) title: Loose<String>,
@@ -174,6 +171,33 @@ pub(super) struct Annotations {
     idempotent_hint: Loose<bool>,
     #[serde(default, rename = "openWorldHint")]
     open_world_hint: Loose<bool>,
+}
+
+impl Annotations {
+    /// The hints that were given as booleans; `None` when there are none.
+    pub(super) fn hints(&self) -> Option<Hints> {
+        let hints = Hints {
+            read_only: self.read_only_hint.0,
+            destructive: self.destructive_hint.0,
+            idempotent: self.idempotent_hint.0,
+            open_world: self.open_world_hint.0,
+        };
+        (hints != Hints::default()).then_some(hints)
+    }
+}
+
+/// A tool's behaviour hints as the listing shows them: booleans only, nothing else the
+/// server put in `annotations`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct Hints {
+    #[serde(rename = "destructiveHint", skip_serializing_if = "Option::is_none")]
+    destructive: Option<bool>,
+    #[serde(rename = "idempotentHint", skip_serializing_if = "Option::is_none")]
+    idempotent: Option<bool>,
+    #[serde(rename = "openWorldHint", skip_serializing_if = "Option::is_none")]
+    open_world: Option<bool>,
+    #[serde(rename = "readOnlyHint", skip_serializing_if = "Option::is_none")]
+    read_only: Option<bool>,
 }
 
 /// A field read only when it has the type the Pack expects; any other JSON there counts as

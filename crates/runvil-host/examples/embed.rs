@@ -1,6 +1,6 @@
 //! Embedding the `plugin_mcp` Pack in a Host through the Plugin contract (`runvil-plugin`):
-//! install the Plugin, lend the Pack a tokio runtime, build it, and call its two tools. This is
-//! what `runvil` does; README shows this file.
+//! install the Plugin, lend the Pack a tokio runtime, build it, wait on its status, call its
+//! two tools, and shut it down. This is what `runvil` does; README shows this file.
 //!
 //! `cargo run -p runvil-host --example embed` lists a server that does not exist: its status
 //! goes from `loading` to `error`, with the reason.
@@ -35,8 +35,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}: {}", tool.name, tool.input_schema);
     }
 
-    // Servers connect in the background; the listing says where each one stands.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Servers connect in the background. A Host waits on their status, which changes as
+    // each leaves `loading`, rather than polling; the listing then says where each stands.
+    let mut status = pack.status();
+    let settled = status.wait_for(|all| all.iter().all(|s| !s.state.is_loading()));
+    let _ = tokio::time::timeout(Duration::from_secs(10), settled).await;
     println!("{}", pack.call("mcp/get_dynamic_tools", json!({})).await?);
 
     // Each kind of error is text for the model; a Host may also act on the kind.
@@ -46,5 +49,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(ToolError::Invalid(text)) => println!("the model can fix this: {text}"),
         Err(other) => println!("{other}"),
     }
+
+    // Ends every call and session; completes when their servers have been told.
+    pack.shutdown().await;
     Ok(())
 }
