@@ -1,20 +1,41 @@
 //! Which mcp.json a command reads, and the servers object in it.
 //!
-//! The order is `--config PATH`, `$RUNVIL_MCP_CONFIG`, `./mcp.json`, `./.cursor/mcp.json`,
-//! `~/.cursor/mcp.json`: what the person said beats what the environment says beats what lies
-//! around, and the project's own file beats the user's. A path that was asked for (by flag or
-//! variable) is read or fails; only the last three are looked for. Finding is kept apart from
-//! the process (its directory, environment and home are arguments) so it can be tested.
+//! The order is `--config PATH`, `$RUNVIL_MCP_CONFIG`, then the project's files `./mcp.json`,
+//! `./.mcp.json`, `./.vscode/mcp.json`, `./.cursor/mcp.json`, then the user's
+//! `~/.cursor/mcp.json`. What the person said beats what the environment says beats what lies
+//! around, and the project's own file beats the user's. Within the project, the files at its
+//! root come before the files in one editor's folder: a root file is there for every tool that
+//! opens the project (`mcp.json`, the name runvil has always read and no other client claims,
+//! then `.mcp.json`, Claude Code's file for the servers a project shares), an editor's folder
+//! is that editor's settings. Between the two editors' folders no order is better in
+//! principle; VS Code's comes first, and the order is stated (here, in the README and in
+//! `--help`) so that it is predictable; `runvil check` names the file it read.
+//!
+//! A path that was asked for (by flag or variable) is read or fails; the others are only
+//! looked for. Finding is kept apart from the process (its directory, environment and home
+//! are arguments) so it can be tested.
+//!
+//! The file is read as the other clients write it: `jsonc` parses JSON with comments, and
+//! `lint` says what in it runvil will not honour as they do. The file is read whole, up to
+//! [`MAX_CONFIG_BYTES`]: larger (say `--config /dev/zero`) is an error, not a wait for memory
+//! to run out.
+
+mod jsonc;
+mod lint;
 
 use std::ffi::OsString;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::cli::Source;
 
 /// The variable naming the config when `--config` is not given.
 pub(crate) const CONFIG_VAR: &str = "RUNVIL_MCP_CONFIG";
+
+/// The largest config file read. An mcp.json of thousands of servers is far smaller.
+const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 
 /// A config file that was read.
 #[derive(Debug)]
@@ -25,6 +46,8 @@ pub(crate) struct Config {
     pub(crate) origin: &'static str,
     /// Its `mcpServers` (or VS Code's `servers`) value; null when it has neither.
     pub(crate) servers: Value,
+    /// What in it runvil will not honour as other clients do; none refuses anything.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Finds and reads the config of this process.
@@ -32,11 +55,12 @@ pub(crate) fn load(source: &Source) -> Result<Config, String> {
     let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
     let env = std::env::var_os(CONFIG_VAR).filter(|v| !v.is_empty());
     let (path, origin) = find(source.config.as_deref(), env, Path::new("."), home)?;
-    let servers = read(&path)?;
+    let (servers, warnings) = read(&path)?;
     Ok(Config {
         path,
         origin,
         servers,
+        warnings,
     })
 }
 
@@ -56,6 +80,11 @@ fn find(
     let home = home.map(PathBuf::from);
     let candidates = [
         (Some(cwd.join("mcp.json")), "found in the current directory"),
+        (
+            Some(cwd.join(".mcp.json")),
+            "found in the current directory",
+        ),
+        (Some(cwd.join(".vscode/mcp.json")), "found in ./.vscode"),
         (Some(cwd.join(".cursor/mcp.json")), "found in ./.cursor"),
         (
             home.as_ref().map(|h| h.join(".cursor/mcp.json")),
@@ -84,20 +113,36 @@ fn find(
     ))
 }
 
-/// Reads `mcpServers` (or VS Code's `servers`) from the config file.
-fn read(path: &Path) -> Result<Value, String> {
+/// Reads `mcpServers` (or VS Code's `servers`) from the config file, and the warnings about
+/// the file. A syntax error names the file and its line and column, never the text there.
+fn read(path: &Path) -> Result<(Value, Vec<String>), String> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let config: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{shown} is not JSON: {e}"))?;
-    if !config.is_object() {
-        return Err(format!("{shown} is not a JSON object"));
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "{shown} is larger than {} MiB, which no mcp.json needs",
+            MAX_CONFIG_BYTES / 1024 / 1024
+        ));
     }
-    Ok(config
-        .get("mcpServers")
-        .or_else(|| config.get("servers"))
-        .cloned()
-        .unwrap_or(Value::Null))
+    let parsed = jsonc::parse(&bytes).map_err(|e| format!("{shown}: {e}"))?;
+    let Value::Object(mut root) = parsed.value else {
+        return Err(format!("{shown} is not a JSON object"));
+    };
+    let key = servers_key(&root);
+    let warnings = lint::warnings(&root, key, &parsed.duplicates);
+    let servers = key.and_then(|key| root.remove(key)).unwrap_or(Value::Null);
+    Ok((servers, warnings))
+}
+
+/// The key whose value is the servers: Cursor's and Claude's `mcpServers`, else VS Code's
+/// `servers`.
+fn servers_key(root: &Map<String, Value>) -> Option<&'static str> {
+    ["mcpServers", "servers"]
+        .into_iter()
+        .find(|key| root.contains_key(*key))
 }
 
 #[cfg(test)]
@@ -135,16 +180,22 @@ mod tests {
         let dir = Dir::new("order");
         let cwd = dir.0.join("project");
         let home = dir.0.join("home");
-        let home_file = dir.file("home/.cursor/mcp.json", "{}");
         let home_var = Some(home.into_os_string());
         let found = |flag: Option<&Path>, env: Option<&str>| {
             find(flag, env.map(OsString::from), &cwd, home_var.clone()).expect("found")
         };
-        assert_eq!(found(None, None), (home_file, "found in ~/.cursor"));
-        let cursor = dir.file("project/.cursor/mcp.json", "{}");
-        assert_eq!(found(None, None), (cursor, "found in ./.cursor"));
-        let here = dir.file("project/mcp.json", "{}");
-        assert_eq!(found(None, None), (here, "found in the current directory"));
+        // From the last to the first: each file, once there, is taken over every one before.
+        let order = [
+            ("home/.cursor/mcp.json", "found in ~/.cursor"),
+            ("project/.cursor/mcp.json", "found in ./.cursor"),
+            ("project/.vscode/mcp.json", "found in ./.vscode"),
+            ("project/.mcp.json", "found in the current directory"),
+            ("project/mcp.json", "found in the current directory"),
+        ];
+        for (relative, origin) in order {
+            let path = dir.file(relative, "{}");
+            assert_eq!(found(None, None), (path, origin), "{relative}");
+        }
         // Asked-for paths are taken as given, present or not: reading them says what is wrong.
         assert_eq!(
             found(None, Some("x.json")),
@@ -160,13 +211,19 @@ mod tests {
     fn nothing_found_lists_every_place_looked() {
         let dir = Dir::new("none");
         let error = find(None, None, &dir.0, None).expect_err("nothing there");
-        assert!(error.contains("--config PATH (not given)"), "{error}");
-        assert!(error.contains("$RUNVIL_MCP_CONFIG (not set)"), "{error}");
-        assert!(error.contains(&dir.0.join("mcp.json").display().to_string()));
-        assert!(error.contains(&dir.0.join(".cursor/mcp.json").display().to_string()));
-        assert!(
-            error.contains("~/.cursor/mcp.json (HOME is not set)"),
-            "{error}"
+        let place = |relative: &str| dir.0.join(relative).display().to_string();
+        assert_eq!(
+            error,
+            format!(
+                "no config file found. Looked for:\n  --config PATH (not given)\n  \
+                 $RUNVIL_MCP_CONFIG (not set)\n  {}\n  {}\n  {}\n  {}\n  \
+                 ~/.cursor/mcp.json (HOME is not set)\nPass --config PATH, or run `runvil \
+                 demo` to see the Pack without one.",
+                place("mcp.json"),
+                place(".mcp.json"),
+                place(".vscode/mcp.json"),
+                place(".cursor/mcp.json"),
+            )
         );
     }
 
@@ -174,15 +231,61 @@ mod tests {
     fn both_shapes_are_read() {
         let dir = Dir::new("shapes");
         let cursor = dir.file("a.json", r#"{"mcpServers": {"a": {}}}"#);
-        let vscode = dir.file("b.json", r#"{"servers": {"b": {}}}"#);
+        let vscode = dir.file("b.json", "{\"servers\": {\"b\": {},}, // VS Code's\n}");
         let neither = dir.file("c.json", r#"{"inputs": []}"#);
         let list = dir.file("d.json", "[]");
-        assert_eq!(read(&cursor), Ok(serde_json::json!({"a": {}})));
-        assert_eq!(read(&vscode), Ok(serde_json::json!({"b": {}})));
-        assert_eq!(read(&neither), Ok(Value::Null));
+        let servers = |path: &Path| read(path).map(|(servers, _)| servers);
+        assert_eq!(servers(&cursor), Ok(serde_json::json!({"a": {}})));
+        assert_eq!(servers(&vscode), Ok(serde_json::json!({"b": {}})));
+        assert_eq!(servers(&neither), Ok(Value::Null));
         assert_eq!(
-            read(&list),
+            servers(&list),
             Err(format!("{} is not a JSON object", list.display()))
+        );
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_read_is_named_with_where_it_went_wrong() {
+        let dir = Dir::new("errors");
+        let bad = dir.file(
+            "bad.json",
+            "{\n  // the url:\n  \"url\" \"secret-token\"\n}",
+        );
+        assert_eq!(
+            read(&bad),
+            Err(format!("{}: line 3, column 9: expected `:`", bad.display()))
+        );
+        let huge = dir.file("huge.json", "");
+        std::fs::write(&huge, vec![b' '; 4 * 1024 * 1024 + 1]).expect("write");
+        assert_eq!(
+            read(&huge),
+            Err(format!(
+                "{} is larger than 4 MiB, which no mcp.json needs",
+                huge.display()
+            ))
+        );
+        let at_most = dir.file("spaces.json", "");
+        std::fs::write(
+            &at_most,
+            [&b"{}"[..], &[b' '; 4 * 1024 * 1024 - 2]].concat(),
+        )
+        .expect("write");
+        assert_eq!(read(&at_most), Ok((Value::Null, Vec::new())));
+    }
+
+    #[test]
+    fn the_warnings_come_with_the_servers() {
+        let dir = Dir::new("warnings");
+        let path = dir.file(
+            "mcp.json",
+            r#"{"mcpServers": {"x": {"url": "https://h/mcp", "disabled": true}}}"#,
+        );
+        let (_, warnings) = read(&path).expect("read");
+        assert_eq!(
+            warnings,
+            [
+                "server \"x\": \"disabled\": true is ignored, so runvil connects to it; remove the entry to leave it out"
+            ]
         );
     }
 }
