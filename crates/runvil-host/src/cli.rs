@@ -8,8 +8,8 @@ use clap::{Args, Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
 Configuration:
-  The config is the first of: --config PATH, $RUNVIL_MCP_CONFIG, ./mcp.json, ./.mcp.json,
-  ./.vscode/mcp.json, ./.cursor/mcp.json, ~/.cursor/mcp.json. Its mcpServers object (or
+  The config is the first of: --config PATH, $RUNVIL_MCP_CONFIG, ./mcp.json,
+  ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json, ~/.cursor/mcp.json. Its mcpServers object (or
   VS Code's servers) names the remote MCP servers; comments and trailing commas are
   accepted, as VS Code writes them. `runvil check` shows which file it read, and warns
   (without failing) about what runvil does not honour as other clients do: ${VAR} and
@@ -113,7 +113,7 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 pub(crate) struct Source {
     /// The mcp.json to read [default: the first of $RUNVIL_MCP_CONFIG, ./mcp.json,
-    /// ./.mcp.json, ./.vscode/mcp.json, ./.cursor/mcp.json, ~/.cursor/mcp.json]
+    /// ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json, ~/.cursor/mcp.json]
     #[arg(long, value_name = "PATH")]
     pub(crate) config: Option<PathBuf>,
 }

@@ -1,15 +1,14 @@
 //! Which mcp.json a command reads, and the servers object in it.
 //!
 //! The order is `--config PATH`, `$RUNVIL_MCP_CONFIG`, then the project's files `./mcp.json`,
-//! `./.mcp.json`, `./.vscode/mcp.json`, `./.cursor/mcp.json`, then the user's
+//! `./.cursor/mcp.json`, `./.vscode/mcp.json`, `./.mcp.json`, then the user's
 //! `~/.cursor/mcp.json`. What the person said beats what the environment says beats what lies
-//! around, and the project's own file beats the user's. Within the project, the files at its
-//! root come before the files in one editor's folder: a root file is there for every tool that
-//! opens the project (`mcp.json`, the name runvil has always read and no other client claims,
-//! then `.mcp.json`, Claude Code's file for the servers a project shares), an editor's folder
-//! is that editor's settings. Between the two editors' folders no order is better in
-//! principle; VS Code's comes first, and the order is stated (here, in the README and in
-//! `--help`) so that it is predictable; `runvil check` names the file it read.
+//! around, and the project's own file beats the user's. Within the project, the files runvil
+//! read before VS Code's and Claude Code's were found keep their place (`mcp.json`, the name
+//! runvil has always read and no other client claims, then Cursor's), so a project that has
+//! one of them is read as it always was; VS Code's folder and Claude Code's project file come
+//! after, in that order. The order is stated (here, in the README and in `--help`) so that it
+//! is predictable; `runvil check` names the file it read.
 //!
 //! A path that was asked for (by flag or variable) is read or fails; the others are only
 //! looked for. Finding is kept apart from the process (its directory, environment and home
@@ -80,12 +79,12 @@ fn find(
     let home = home.map(PathBuf::from);
     let candidates = [
         (Some(cwd.join("mcp.json")), "found in the current directory"),
+        (Some(cwd.join(".cursor/mcp.json")), "found in ./.cursor"),
+        (Some(cwd.join(".vscode/mcp.json")), "found in ./.vscode"),
         (
             Some(cwd.join(".mcp.json")),
             "found in the current directory",
         ),
-        (Some(cwd.join(".vscode/mcp.json")), "found in ./.vscode"),
-        (Some(cwd.join(".cursor/mcp.json")), "found in ./.cursor"),
         (
             home.as_ref().map(|h| h.join(".cursor/mcp.json")),
             "found in ~/.cursor",
@@ -187,9 +186,9 @@ mod tests {
         // From the last to the first: each file, once there, is taken over every one before.
         let order = [
             ("home/.cursor/mcp.json", "found in ~/.cursor"),
-            ("project/.cursor/mcp.json", "found in ./.cursor"),
-            ("project/.vscode/mcp.json", "found in ./.vscode"),
             ("project/.mcp.json", "found in the current directory"),
+            ("project/.vscode/mcp.json", "found in ./.vscode"),
+            ("project/.cursor/mcp.json", "found in ./.cursor"),
             ("project/mcp.json", "found in the current directory"),
         ];
         for (relative, origin) in order {
@@ -220,9 +219,9 @@ mod tests {
                  ~/.cursor/mcp.json (HOME is not set)\nPass --config PATH, or run `runvil \
                  demo` to see the Pack without one.",
                 place("mcp.json"),
-                place(".mcp.json"),
-                place(".vscode/mcp.json"),
                 place(".cursor/mcp.json"),
+                place(".vscode/mcp.json"),
+                place(".mcp.json"),
             )
         );
     }

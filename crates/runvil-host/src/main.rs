@@ -4,7 +4,9 @@
 //!
 //! # Layout
 //!
-//! - `cli`: the arguments and the help. `discovery`: which mcp.json is read.
+//! - `cli`: the arguments and the help. `discovery`: which mcp.json is read, as the other
+//!   clients write it (`discovery::jsonc`), and what in it runvil does not honour
+//!   (`discovery::lint`).
 //! - `host`: `tools` and `call`, and what every command shares (the Pack, exit codes, stdout).
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
 //! - `logging`: log lines on stderr, with the HTTP stack's lines capped.

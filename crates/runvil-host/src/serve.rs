@@ -190,12 +190,16 @@ pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
             return EXIT_OTHER;
         }
     };
-    // One line on stderr, which clients keep in their logs: which file this gateway serves.
+    // On stderr, which clients keep in their logs: which file this gateway serves, and what
+    // in it runvil does not honour as other clients do (as `runvil check` says it).
     eprintln!(
         "runvil: serving MCP on stdio for {} ({})",
         config.path.display(),
         config.origin
     );
+    for warning in &config.warnings {
+        eprintln!("runvil: warning: {warning}");
+    }
     let serving = async {
         match Gateway::new(Arc::clone(&pack), wait)
             .serve(rmcp::transport::stdio_pipes())

@@ -122,20 +122,20 @@ fn project_files_are_taken_root_first_then_vs_code_s_then_cursor_s() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    project.write(".cursor/mcp.json", &entry("cursor"));
+    project.write(".mcp.json", &entry("claude"));
     assert_eq!(
         first_lines(),
-        "./.cursor/mcp.json (found in ./.cursor)\n  cursor  accepted"
+        "./.mcp.json (found in the current directory)\n  claude  accepted"
     );
     project.write(".vscode/mcp.json", &entry("vscode"));
     assert_eq!(
         first_lines(),
         "./.vscode/mcp.json (found in ./.vscode)\n  vscode  accepted"
     );
-    project.write(".mcp.json", &entry("claude"));
+    project.write(".cursor/mcp.json", &entry("cursor"));
     assert_eq!(
         first_lines(),
-        "./.mcp.json (found in the current directory)\n  claude  accepted"
+        "./.cursor/mcp.json (found in ./.cursor)\n  cursor  accepted"
     );
     project.write("mcp.json", &entry("own"));
     assert_eq!(
