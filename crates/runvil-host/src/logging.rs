@@ -45,7 +45,7 @@ pub(crate) fn init(default: &str) {
         .with_targets(HTTP_STACK_CAPS);
     let output = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(|| progress::LogWriter);
+        .with_writer(progress::LogWriter::default);
     tracing_subscriber::registry()
         .with(filter)
         .with(caps)

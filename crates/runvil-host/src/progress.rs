@@ -1,228 +1,354 @@
 //! Waiting for servers to leave `loading`, and showing it on stderr.
 //!
-//! On a terminal each server gets a line that updates in place (indicatif), so a person sees
-//! which server is slow and why one failed. Anywhere else (a pipe, a log file, CI) animation
-//! is noise, so only one summary line is written when the wait ends:
-//! `runvil: 3 servers: 2 ready, 1 error`. Log lines share stderr with the live lines, so they
-//! are written through [`LogWriter`], which lifts the lines out of the way first.
+//! The wait follows the Pack's status channel: it wakes when a status changes, and ends when
+//! none of the servers waited for is loading, when its bound passes, when the Pack reports no
+//! more, or when the caller's interruption (Ctrl-C) comes. It never polls.
+//!
+//! On a terminal each server gets a line that updates in place, so a person sees which
+//! server is slow and why one failed; only then does a timer run, to turn the spinners. When
+//! the wait ends a final frame replaces the live one: every server, full reasons, and why the
+//! ones still loading were not waited for. Anywhere else (a pipe, a log file, CI, a `dumb`
+//! terminal) animation is noise, so one summary line is written when the wait ends:
+//! `runvil: 3 servers: 2 ready, 1 error`. Log lines share stderr with the live frame, so they
+//! are written through [`LogWriter`], which lifts the frame out of the way first.
+//!
+//! - `frame`: the text of the frames and of the summary line, as pure functions.
+//! - `live`: drawing frames in place, and [`LogWriter`].
+//! - `listing`: the servers as the listing tool shows them, for callers not yet on the
+//!   status channel.
 
-use std::io::{IsTerminal, Write};
-use std::sync::{Arc, LazyLock};
+mod frame;
+mod listing;
+mod live;
+
+use std::future::Future;
+use std::io::IsTerminal;
 use std::time::Duration;
 
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use runvil_plugin::Pack;
-use serde_json::{Value, json};
+use runvil_plugin::{BackendStatus, StatusReceiver};
+use tokio::time::{Instant, MissedTickBehavior};
 
-/// How often the wait looks at the servers' status (and moves the spinners).
-const POLL: Duration = Duration::from_millis(80);
+pub(crate) use listing::{listed_servers, wait_for_servers};
+pub(crate) use live::LogWriter;
 
-/// The live lines: one set per process, because stderr is one per process.
-static LINES: LazyLock<MultiProgress> = LazyLock::new(MultiProgress::new);
+/// How often the spinners turn: an animation only; statuses come from the channel.
+const TICK: Duration = Duration::from_millis(80);
 
-/// Writes log lines to stderr around the live lines instead of through them.
-pub(crate) struct LogWriter;
+/// The `TERM` of a terminal that cannot move its cursor: it gets the summary line.
+const DUMB_TERM: &str = "dumb";
 
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LINES.suspend(|| std::io::stderr().write(buf))
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
-    }
+/// What ended a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// None of the servers waited for is loading.
+    Settled,
+    /// The bound passed with some still loading.
+    Bound,
+    /// The Pack dropped its end of the channel: nothing will change any more.
+    Closed,
+    /// The caller's interruption came.
+    Interrupted,
 }
 
-/// One server as the listing shows it.
+/// How a wait ended, and where the servers it waited for stood then.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Server {
-    pub(crate) namespace: String,
-    pub(crate) status: String,
-    /// `N tools` when ready, the reason when in error, empty while loading.
-    pub(crate) detail: String,
+pub(crate) struct Waited {
+    pub(crate) servers: Vec<BackendStatus>,
+    pub(crate) end: End,
 }
 
-/// Waits until no server (or `only` that one) is `loading`, or `wait` passes, showing each
-/// server's status as it changes.
-pub(crate) async fn wait_for_servers(pack: &Arc<dyn Pack>, only: Option<&str>, wait: Duration) {
-    let mut display = if std::io::stderr().is_terminal() {
-        Display::Live(Vec::new())
+/// Waits until none of the servers of `status` (or `only` the one of that name) is loading,
+/// `bound` passes, or `interrupted` completes, showing each server's status on stderr as it
+/// changes; when it ends, the final frame or the summary line is written. `interrupted` is
+/// the caller's Ctrl-C (any output is ignored).
+///
+/// A caller that drops this future instead, in a `select!`, gets the same final frame, as
+/// interrupted, but not the statuses.
+pub(crate) async fn wait(
+    status: StatusReceiver,
+    only: Option<&str>,
+    bound: Duration,
+    interrupted: impl Future,
+) -> Waited {
+    let display = if live_terminal() {
+        Display::Live(live::Live::start())
     } else {
         Display::Summary
     };
+    wait_showing(status, only, bound, interrupted, display).await
+}
+
+/// Whether stderr can show a live frame.
+fn live_terminal() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|term| term != DUMB_TERM)
+}
+
+/// [`wait`], showing it on `display`.
+async fn wait_showing(
+    mut status: StatusReceiver,
+    only: Option<&str>,
+    bound: Duration,
+    interrupted: impl Future,
+    display: Display,
+) -> Waited {
+    let mut shown = Shown {
+        display: Some(display),
+        servers: Vec::new(),
+        tick: 0,
+    };
     // `--wait` is the user's: a wait past the clock's end has no deadline, and adding it would
     // overflow.
-    let deadline = tokio::time::Instant::now().checked_add(wait);
-    loop {
-        let servers = servers(pack, only).await;
-        let loading = servers.iter().any(|s| s.status == "loading");
-        display.show(&servers);
-        if !loading || deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
-            display.finish(&servers);
-            return;
+    let deadline = Instant::now().checked_add(bound);
+    let bound_passed = async move {
+        match deadline {
+            Some(deadline) => tokio::time::sleep_until(deadline).await,
+            None => std::future::pending().await,
         }
-        tokio::time::sleep(POLL).await;
+    };
+    let mut spinner = tokio::time::interval(TICK);
+    spinner.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let live = shown.is_live();
+    let (mut interrupted, mut bound_passed) =
+        (std::pin::pin!(interrupted), std::pin::pin!(bound_passed));
+    let end = loop {
+        shown.servers = asked(&status.borrow_and_update(), only);
+        if !shown.servers.iter().any(|s| s.state.is_loading()) {
+            break End::Settled;
+        }
+        shown.draw();
+        tokio::select! {
+            // An interruption wins over everything else that is ready at the same time.
+            biased;
+            _ = &mut interrupted => break End::Interrupted,
+            () = &mut bound_passed => break End::Bound,
+            changed = status.changed() => if changed.is_err() {
+                break End::Closed;
+            },
+            _ = spinner.tick(), if live => shown.tick += 1,
+        }
+    };
+    // The last word is the channel's, even if it changed since the last frame.
+    shown.servers = asked(&status.borrow(), only);
+    shown.finish(end);
+    Waited {
+        servers: std::mem::take(&mut shown.servers),
+        end,
     }
 }
 
-/// The servers of the listing, or only the one named `only`.
-async fn servers(pack: &Arc<dyn Pack>, only: Option<&str>) -> Vec<Server> {
-    let Ok(text) = pack.call("mcp/get_dynamic_tools", json!({})).await else {
-        return Vec::new();
-    };
-    let listing: Value = serde_json::from_str(&text).unwrap_or_default();
-    let mut servers = listed_servers(&listing);
-    servers.retain(|s| only.is_none_or(|name| s.namespace == name));
-    servers
-}
-
-/// The servers of a `get_dynamic_tools {}` answer, in its order.
-pub(crate) fn listed_servers(listing: &Value) -> Vec<Server> {
-    let string = |value: &Value| value.as_str().unwrap_or_default().to_owned();
-    listing["servers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| Server {
-            namespace: string(&s["namespace"]),
-            status: string(&s["status"]),
-            detail: match s["tools"].as_array() {
-                Some(tools) if tools.len() == 1 => "1 tool".to_owned(),
-                Some(tools) => format!("{} tools", tools.len()),
-                None => string(&s["reason"]),
-            },
-        })
+/// The servers of `all` the wait is for.
+fn asked(all: &[BackendStatus], only: Option<&str>) -> Vec<BackendStatus> {
+    all.iter()
+        .filter(|s| only.is_none_or(|name| s.name == name))
+        .cloned()
         .collect()
 }
 
+/// Where the wait is shown.
 enum Display {
-    /// One line per server, in the listing's order, made at the first look.
-    Live(Vec<ProgressBar>),
-    /// Nothing until the end.
+    /// Frames drawn in place on a terminal.
+    Live(live::Live),
+    /// Nothing until the end, then one line.
     Summary,
 }
 
-impl Display {
-    fn show(&mut self, servers: &[Server]) {
-        let Self::Live(bars) = self else {
-            return;
-        };
-        if bars.is_empty() {
-            let width = servers.iter().map(|s| shown(&s.namespace).chars().count());
-            let width = width.max().unwrap_or(0);
-            *bars = servers
-                .iter()
-                .map(|s| {
-                    let name = format!("{:<width$}", shown(&s.namespace));
-                    LINES.add(ProgressBar::new_spinner().with_prefix(name))
-                })
-                .collect();
-        }
-        for (bar, server) in bars.iter().zip(servers) {
-            if bar.is_finished() {
-                continue;
-            }
-            if server.status == "loading" {
-                bar.set_style(style("{spinner} {prefix}  {wide_msg}"));
-                bar.set_message("loading");
-                bar.tick();
-            } else {
-                // The spinner's column becomes the outcome's mark.
-                let mark = if server.status == "ready" {
-                    '✓'
-                } else {
-                    '✗'
-                };
-                bar.set_style(style(&format!("{mark} {{prefix}}  {{wide_msg}}")));
-                bar.finish_with_message(line(server));
-            }
+/// The display of one wait, with what it shows.
+struct Shown {
+    /// `None` once finished.
+    display: Option<Display>,
+    servers: Vec<BackendStatus>,
+    tick: usize,
+}
+
+impl Shown {
+    fn is_live(&self) -> bool {
+        matches!(self.display, Some(Display::Live(_)))
+    }
+
+    fn draw(&self) {
+        if let Some(Display::Live(live)) = &self.display {
+            let (width, height) = live::size();
+            live.draw(&frame::frame(&self.servers, width, height, self.tick));
         }
     }
 
-    fn finish(self, servers: &[Server]) {
-        match self {
-            Self::Live(bars) => {
-                for bar in bars.iter().filter(|b| !b.is_finished()) {
-                    bar.abandon_with_message("still loading; stopped waiting (see --wait)");
-                }
-            }
-            Self::Summary if servers.is_empty() => {}
-            Self::Summary => eprintln!("runvil: {}", summary(servers)),
+    fn finish(&mut self, end: End) {
+        match self.display.take() {
+            Some(Display::Live(live)) => live.finish(&frame::final_frame(&self.servers, end)),
+            Some(Display::Summary) => eprintln!("runvil: {}", frame::summary(&self.servers)),
+            None => {}
         }
     }
 }
 
-fn style(template: &str) -> ProgressStyle {
-    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner())
-}
-
-/// A namespace as it may be shown on a terminal: a config can hold control characters.
-fn shown(namespace: &str) -> String {
-    namespace.escape_debug().to_string()
-}
-
-/// What a live line says about a server that left `loading`.
-fn line(server: &Server) -> String {
-    match (server.status.as_str(), server.detail.as_str()) {
-        (status, "") => status.to_owned(),
-        ("ready", detail) => format!("ready, {detail}"),
-        (status, detail) => format!("{status}: {detail}"),
+impl Drop for Shown {
+    /// A wait dropped before it ended was cut short by its caller (a `select!` on Ctrl-C): the
+    /// servers still loading are said to be, instead of vanishing with the live frame.
+    fn drop(&mut self) {
+        self.finish(End::Interrupted);
     }
-}
-
-/// The one line written at the end when stderr is not a terminal.
-fn summary(servers: &[Server]) -> String {
-    let count = |status: &str| servers.iter().filter(|s| s.status == status).count();
-    let counts: Vec<String> = ["ready", "loading", "error"]
-        .into_iter()
-        .map(|status| (count(status), status))
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, status)| format!("{n} {status}"))
-        .collect();
-    let noun = if servers.len() == 1 {
-        "server"
-    } else {
-        "servers"
-    };
-    format!("{} {noun}: {}", servers.len(), counts.join(", "))
 }
 
 #[cfg(test)]
 mod tests {
+    use runvil_plugin::BackendState;
+    use tokio::sync::watch;
+
     use super::*;
 
-    fn server(namespace: &str, status: &str, detail: &str) -> Server {
-        Server {
-            namespace: namespace.to_owned(),
-            status: status.to_owned(),
-            detail: detail.to_owned(),
+    fn server(name: &str, state: BackendState) -> BackendStatus {
+        BackendStatus {
+            name: name.to_owned(),
+            state,
         }
     }
 
-    #[test]
-    fn the_summary_counts_each_status() {
-        let servers = [
-            server("a", "ready", "2 tools"),
-            server("b", "error", "url is missing"),
-            server("c", "ready", "1 tool"),
-        ];
-        assert_eq!(summary(&servers), "3 servers: 2 ready, 1 error");
-        assert_eq!(
-            summary(&servers[1..2]),
-            "1 server: 1 error",
-            "one server, and no zero counts"
-        );
-        let loading = [server("a", "loading", "")];
-        assert_eq!(summary(&loading), "1 server: 1 loading");
+    fn loading(name: &str) -> BackendStatus {
+        server(name, BackendState::Loading)
     }
 
-    #[test]
-    fn a_line_says_the_outcome_and_its_detail() {
-        assert_eq!(line(&server("a", "ready", "2 tools")), "ready, 2 tools");
+    fn ready(name: &str, tools: usize) -> BackendStatus {
+        server(name, BackendState::Ready { tools })
+    }
+
+    const LONG: Duration = Duration::from_secs(3600);
+
+    /// [`wait`] with the summary display, whose one line the test harness captures.
+    async fn run_wait(
+        status: StatusReceiver,
+        only: Option<&str>,
+        bound: Duration,
+        interrupted: impl Future,
+    ) -> (Waited, Duration) {
+        let start = Instant::now();
+        let waited = wait_showing(status, only, bound, interrupted, Display::Summary).await;
+        (waited, start.elapsed())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_wait_ends_when_none_of_the_servers_is_loading() {
+        let (sender, status) = watch::channel(vec![loading("a"), loading("b")]);
+        let changes = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            sender.send_replace(vec![ready("a", 2), loading("b")]);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            sender.send_replace(vec![
+                ready("a", 2),
+                server("b", BackendState::Failed("no".into())),
+            ]);
+            // Kept open: the wait must end on the statuses, not on a closed channel.
+            tokio::time::sleep(LONG).await;
+            drop(sender);
+        });
+        let (waited, elapsed) = run_wait(status, None, LONG, std::future::pending::<()>()).await;
+        assert_eq!(waited.end, End::Settled);
         assert_eq!(
-            line(&server("b", "error", "url is missing")),
-            "error: url is missing"
+            waited.servers,
+            [
+                ready("a", 2),
+                server("b", BackendState::Failed("no".into()))
+            ]
         );
-        assert_eq!(shown("evil\u{1b}[2J"), "evil\\u{1b}[2J");
+        assert_eq!(
+            elapsed,
+            Duration::from_secs(2),
+            "woken by the change, not a poll"
+        );
+        changes.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_the_server_asked_for_is_waited_for() {
+        let (sender, status) = watch::channel(vec![loading("a"), loading("b")]);
+        let changes = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            sender.send_replace(vec![loading("a"), ready("b", 1)]);
+            tokio::time::sleep(LONG).await;
+            drop(sender);
+        });
+        let (waited, elapsed) =
+            run_wait(status, Some("b"), LONG, std::future::pending::<()>()).await;
+        assert_eq!(
+            waited,
+            Waited {
+                servers: vec![ready("b", 1)],
+                end: End::Settled
+            }
+        );
+        assert_eq!(elapsed, Duration::from_secs(1));
+        changes.abort();
+
+        let (_sender, status) = watch::channel(vec![loading("a")]);
+        let (waited, _) = run_wait(status, Some("z"), LONG, std::future::pending::<()>()).await;
+        assert_eq!(
+            waited,
+            Waited {
+                servers: vec![],
+                end: End::Settled
+            },
+            "no such server: nothing to wait for"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_wait_ends_at_its_bound() {
+        let (_sender, status) = watch::channel(vec![loading("a"), ready("b", 1)]);
+        let (waited, elapsed) = run_wait(
+            status,
+            None,
+            Duration::from_secs(5),
+            std::future::pending::<()>(),
+        )
+        .await;
+        assert_eq!(
+            waited,
+            Waited {
+                servers: vec![loading("a"), ready("b", 1)],
+                end: End::Bound
+            }
+        );
+        assert_eq!(elapsed, Duration::from_secs(5));
+
+        let (_sender, status) = watch::channel(vec![loading("a")]);
+        let (waited, _) = run_wait(status, None, Duration::MAX, tokio::time::sleep(LONG)).await;
+        assert_eq!(
+            waited.end,
+            End::Interrupted,
+            "the longest bound overflows nothing"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_interruption_ends_the_wait_with_the_latest_statuses() {
+        let (sender, status) = watch::channel(vec![loading("a"), loading("b")]);
+        let interrupted = async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            // Changed at the instant of the interruption: the result still has it.
+            sender.send_replace(vec![ready("a", 3), loading("b")]);
+        };
+        let (waited, elapsed) = run_wait(status, None, LONG, interrupted).await;
+        assert_eq!(
+            waited,
+            Waited {
+                servers: vec![ready("a", 3), loading("b")],
+                end: End::Interrupted
+            }
+        );
+        assert_eq!(elapsed, Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_closed_channel_ends_the_wait() {
+        let (sender, status) = watch::channel(vec![loading("a")]);
+        drop(sender);
+        let (waited, elapsed) = run_wait(status, None, LONG, std::future::pending::<()>()).await;
+        assert_eq!(
+            waited,
+            Waited {
+                servers: vec![loading("a")],
+                end: End::Closed
+            }
+        );
+        assert_eq!(elapsed, Duration::ZERO);
     }
 }
