@@ -164,7 +164,7 @@ async fn show(pack: &Arc<dyn Pack>, servers: &Value) -> u8 {
     ];
     let config = json!({"mcpServers": servers}).to_string();
     host::say(&format!("# mcp.json\n{}\n", Format::Pretty.render(&config)));
-    progress::wait_for_servers(pack, None, Duration::from_secs(10)).await;
+    progress::wait(pack.status(), None, Duration::from_secs(10)).await;
     for (title, tool, args) in steps {
         host::say(&format!("# {title}: {tool} {args}"));
         match pack.call(tool, args).await {

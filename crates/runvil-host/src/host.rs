@@ -76,7 +76,7 @@ async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str
     let wait = Duration::from_secs(answer.wait);
     let code = tokio::select! {
         code = async {
-            progress::wait_for_servers(&pack, only, wait).await;
+            progress::wait(pack.status(), only, wait).await;
             let code = finish(pack.call(tool, args).await, format);
             match only {
                 Some(namespace) if code == EXIT_OK => server_exit_code(&pack, namespace),

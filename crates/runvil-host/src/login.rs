@@ -21,7 +21,8 @@ use tokio::sync::Mutex;
 use crate::cli::Source;
 use crate::credentials::FileStore;
 use crate::host::{self, EXIT_OK, EXIT_OTHER};
-use crate::{discovery, progress, signals};
+use crate::progress::{self, End, Waited};
+use crate::{discovery, signals};
 
 /// The path the browser comes back to.
 const CALLBACK_PATH: &str = "/callback";
@@ -144,11 +145,9 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
             return EXIT_OTHER;
         }
     };
+    let wait = Duration::from_secs(wait);
     let code = tokio::select! {
-        code = async {
-            progress::wait_for_servers(&pack, Some(&namespace), Duration::from_secs(wait)).await;
-            outcome(&pack, &namespace)
-        } => code,
+        waited = progress::wait(pack.status(), Some(&namespace), wait) => outcome(&waited, &namespace),
         stop = signals::stopped() => {
             eprintln!("runvil: {}", stop.said());
             stop.exit_code()
@@ -158,11 +157,9 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
     code
 }
 
-/// How the login ended, from the server's status.
-fn outcome(pack: &Arc<dyn runvil_plugin::Pack>, namespace: &str) -> u8 {
-    let status = pack.status();
-    let state = status.borrow();
-    match state.iter().find(|s| s.name == namespace).map(|s| &s.state) {
+/// How the login ended, from where the server stood when the wait ended.
+fn outcome(waited: &Waited, namespace: &str) -> u8 {
+    match waited.servers.first().map(|s| &s.state) {
         Some(BackendState::Ready { .. }) => {
             eprintln!("runvil: {namespace} is authorized");
             EXIT_OK
@@ -171,8 +168,12 @@ fn outcome(pack: &Arc<dyn runvil_plugin::Pack>, namespace: &str) -> u8 {
             eprintln!("runvil: {namespace} is not authorized: {reason}");
             host::EXIT_TRANSPORT
         }
-        _ => {
+        _ if waited.end == End::Bound => {
             eprintln!("runvil: {namespace} was not authorized in time");
+            host::EXIT_TRANSPORT
+        }
+        _ => {
+            eprintln!("runvil: {namespace} was not authorized");
             host::EXIT_TRANSPORT
         }
     }

@@ -1,8 +1,9 @@
 //! Waiting for servers to leave `loading`, and showing it on stderr.
 //!
 //! The wait follows the Pack's status channel: it wakes when a status changes, and ends when
-//! none of the servers waited for is loading, when its bound passes, when the Pack reports no
-//! more, or when the caller's interruption (Ctrl-C) comes. It never polls.
+//! none of the servers waited for is loading, when its bound passes, or when the Pack reports
+//! no more. It never polls. A caller that stops it (a signal, in a `select!`) drops it, and
+//! the final frame says so.
 //!
 //! On a terminal each server gets a line that updates in place, so a person sees which
 //! server is slow and why one failed; only then does a timer run, to turn the spinners. When
@@ -14,21 +15,16 @@
 //!
 //! - `frame`: the text of the frames and of the summary line, as pure functions.
 //! - `live`: drawing frames in place, and [`LogWriter`].
-//! - `listing`: the servers as the listing tool shows them, for callers not yet on the
-//!   status channel.
 
 mod frame;
-mod listing;
 mod live;
 
-use std::future::Future;
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use runvil_plugin::{BackendStatus, StatusReceiver};
 use tokio::time::{Instant, MissedTickBehavior};
 
-pub(crate) use listing::{listed_servers, wait_for_servers};
 pub(crate) use live::LogWriter;
 
 /// How often the spinners turn: an animation only; statuses come from the channel.
@@ -46,7 +42,7 @@ pub(crate) enum End {
     Bound,
     /// The Pack dropped its end of the channel: nothing will change any more.
     Closed,
-    /// The caller's interruption came.
+    /// The caller dropped the wait (a signal).
     Interrupted,
 }
 
@@ -57,25 +53,17 @@ pub(crate) struct Waited {
     pub(crate) end: End,
 }
 
-/// Waits until none of the servers of `status` (or `only` the one of that name) is loading,
-/// `bound` passes, or `interrupted` completes, showing each server's status on stderr as it
-/// changes; when it ends, the final frame or the summary line is written. `interrupted` is
-/// the caller's Ctrl-C (any output is ignored).
-///
-/// A caller that drops this future instead, in a `select!`, gets the same final frame, as
-/// interrupted, but not the statuses.
-pub(crate) async fn wait(
-    status: StatusReceiver,
-    only: Option<&str>,
-    bound: Duration,
-    interrupted: impl Future,
-) -> Waited {
+/// Waits until none of the servers of `status` (or `only` the one of that name) is loading or
+/// `bound` passes, showing each server's status on stderr as it changes; when it ends, the
+/// final frame or the summary line is written. Dropped before it ends, it writes them as
+/// interrupted.
+pub(crate) async fn wait(status: StatusReceiver, only: Option<&str>, bound: Duration) -> Waited {
     let display = if live_terminal() {
         Display::Live(live::Live::start())
     } else {
         Display::Summary
     };
-    wait_showing(status, only, bound, interrupted, display).await
+    wait_showing(status, only, bound, display).await
 }
 
 /// Whether stderr can show a live frame.
@@ -88,7 +76,6 @@ async fn wait_showing(
     mut status: StatusReceiver,
     only: Option<&str>,
     bound: Duration,
-    interrupted: impl Future,
     display: Display,
 ) -> Waited {
     let mut shown = Shown {
@@ -108,8 +95,7 @@ async fn wait_showing(
     let mut spinner = tokio::time::interval(TICK);
     spinner.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let live = shown.is_live();
-    let (mut interrupted, mut bound_passed) =
-        (std::pin::pin!(interrupted), std::pin::pin!(bound_passed));
+    let mut bound_passed = std::pin::pin!(bound_passed);
     let end = loop {
         shown.servers = asked(&status.borrow_and_update(), only);
         if !shown.servers.iter().any(|s| s.state.is_loading()) {
@@ -117,9 +103,6 @@ async fn wait_showing(
         }
         shown.draw();
         tokio::select! {
-            // An interruption wins over everything else that is ready at the same time.
-            biased;
-            _ = &mut interrupted => break End::Interrupted,
             () = &mut bound_passed => break End::Bound,
             changed = status.changed() => if changed.is_err() {
                 break End::Closed;
@@ -218,10 +201,9 @@ mod tests {
         status: StatusReceiver,
         only: Option<&str>,
         bound: Duration,
-        interrupted: impl Future,
     ) -> (Waited, Duration) {
         let start = Instant::now();
-        let waited = wait_showing(status, only, bound, interrupted, Display::Summary).await;
+        let waited = wait_showing(status, only, bound, Display::Summary).await;
         (waited, start.elapsed())
     }
 
@@ -240,7 +222,7 @@ mod tests {
             tokio::time::sleep(LONG).await;
             drop(sender);
         });
-        let (waited, elapsed) = run_wait(status, None, LONG, std::future::pending::<()>()).await;
+        let (waited, elapsed) = run_wait(status, None, LONG).await;
         assert_eq!(waited.end, End::Settled);
         assert_eq!(
             waited.servers,
@@ -266,8 +248,7 @@ mod tests {
             tokio::time::sleep(LONG).await;
             drop(sender);
         });
-        let (waited, elapsed) =
-            run_wait(status, Some("b"), LONG, std::future::pending::<()>()).await;
+        let (waited, elapsed) = run_wait(status, Some("b"), LONG).await;
         assert_eq!(
             waited,
             Waited {
@@ -279,7 +260,7 @@ mod tests {
         changes.abort();
 
         let (_sender, status) = watch::channel(vec![loading("a")]);
-        let (waited, _) = run_wait(status, Some("z"), LONG, std::future::pending::<()>()).await;
+        let (waited, _) = run_wait(status, Some("z"), LONG).await;
         assert_eq!(
             waited,
             Waited {
@@ -293,13 +274,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_wait_ends_at_its_bound() {
         let (_sender, status) = watch::channel(vec![loading("a"), ready("b", 1)]);
-        let (waited, elapsed) = run_wait(
-            status,
-            None,
-            Duration::from_secs(5),
-            std::future::pending::<()>(),
-        )
-        .await;
+        let (waited, elapsed) = run_wait(status, None, Duration::from_secs(5)).await;
         assert_eq!(
             waited,
             Waited {
@@ -310,38 +285,15 @@ mod tests {
         assert_eq!(elapsed, Duration::from_secs(5));
 
         let (_sender, status) = watch::channel(vec![loading("a")]);
-        let (waited, _) = run_wait(status, None, Duration::MAX, tokio::time::sleep(LONG)).await;
-        assert_eq!(
-            waited.end,
-            End::Interrupted,
-            "the longest bound overflows nothing"
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_interruption_ends_the_wait_with_the_latest_statuses() {
-        let (sender, status) = watch::channel(vec![loading("a"), loading("b")]);
-        let interrupted = async move {
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            // Changed at the instant of the interruption: the result still has it.
-            sender.send_replace(vec![ready("a", 3), loading("b")]);
-        };
-        let (waited, elapsed) = run_wait(status, None, LONG, interrupted).await;
-        assert_eq!(
-            waited,
-            Waited {
-                servers: vec![ready("a", 3), loading("b")],
-                end: End::Interrupted
-            }
-        );
-        assert_eq!(elapsed, Duration::from_secs(2));
+        let waited = tokio::time::timeout(LONG, run_wait(status, None, Duration::MAX)).await;
+        assert!(waited.is_err(), "the longest bound overflows nothing");
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_closed_channel_ends_the_wait() {
         let (sender, status) = watch::channel(vec![loading("a")]);
         drop(sender);
-        let (waited, elapsed) = run_wait(status, None, LONG, std::future::pending::<()>()).await;
+        let (waited, elapsed) = run_wait(status, None, LONG).await;
         assert_eq!(
             waited,
             Waited {
