@@ -29,7 +29,7 @@ const CALL_DYNAMIC_TOOL: &str = "call_dynamic_tool";
 /// The Pack: every configured server, in name order. Its calls run as tasks on the runtime
 /// the Host lent it, whatever executor polls them.
 pub(crate) struct McpPack {
-    pack: Arc<Tools>,
+    tools: Arc<Tools>,
     runtime: Handle,
     board: Board,
     /// The servers' connection tasks, until shutdown takes them.
@@ -53,7 +53,7 @@ impl McpPack {
         scrubber: Arc<Scrubber>,
     ) -> Self {
         Self {
-            pack: Arc::new(Tools {
+            tools: Arc::new(Tools {
                 id,
                 servers,
                 scrubber,
@@ -76,22 +76,24 @@ impl McpPack {
         let Some(mut ticket) = self.lifecycle.enter() else {
             return Box::pin(async { Err(ToolError::Transport(SHUT_DOWN.to_owned())) });
         };
-        let pack = Arc::clone(&self.pack);
+        let tools = Arc::clone(&self.tools);
         let tool = tool.to_owned();
         let task = self.runtime.spawn(async move {
             tokio::select! {
-                outcome = pack.call(&tool, args, progress) => outcome,
+                outcome = tools.call(&tool, args, progress) => outcome,
                 () = ticket.closing() => Err(ToolError::Transport(SHUT_DOWN.to_owned())),
             }
         });
         let task = AbortOnDrop(task);
         Box::pin(async move {
-            task.await.unwrap_or_else(|_| {
-                // Only a panic inside the Pack gets here: an abort drops this future first.
-                Err(ToolError::Transport(
+            match task.await {
+                Ok(outcome) => outcome,
+                // The runtime is shutting down (an abort of ours drops this future first).
+                Err(e) if e.is_cancelled() => Err(ToolError::Transport(SHUT_DOWN.to_owned())),
+                Err(_) => Err(ToolError::Transport(
                     "the call failed inside the Pack".to_owned(),
-                ))
-            })
+                )),
+            }
         })
     }
 }
@@ -285,7 +287,7 @@ impl Drop for McpPack {
         {
             task.abort();
         }
-        for server in &self.pack.servers {
+        for server in &self.tools.servers {
             if let Status::Ready(ready) = server.status() {
                 self.runtime
                     .spawn(async move { ready.session.close().await });
@@ -303,7 +305,7 @@ impl Pack for McpPack {
         let string = |description: &str| json!({"type": "string", "description": description});
         vec![
             ToolSpec {
-                name: format!("{}/{GET_DYNAMIC_TOOLS}", self.pack.id),
+                name: format!("{}/{GET_DYNAMIC_TOOLS}", self.tools.id),
                 description: "Lists the tools of the connected MCP servers. With no arguments: \
                     each server's namespace, status (ready, loading, or error with a reason) and \
                     tool names. With namespace: that server's tools with descriptions and input \
@@ -319,7 +321,7 @@ impl Pack for McpPack {
                 }),
             },
             ToolSpec {
-                name: format!("{}/{CALL_DYNAMIC_TOOL}", self.pack.id),
+                name: format!("{}/{CALL_DYNAMIC_TOOL}", self.tools.id),
                 description: "Calls a tool of a connected MCP server. Use get_dynamic_tools \
                     first to find the namespace, the tool's exact name and its input schema; \
                     arguments must match that schema."
@@ -363,7 +365,7 @@ impl Pack for McpPack {
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
         let lifecycle = Arc::clone(&self.lifecycle);
-        let pack = Arc::clone(&self.pack);
+        let tools = Arc::clone(&self.tools);
         // On the Pack's runtime, like its calls: the farewells are HTTP requests.
         let done = self.runtime.spawn(async move {
             lifecycle.close().await;
@@ -372,7 +374,7 @@ impl Pack for McpPack {
                 let _ = task.await;
             }
             let mut farewells = tokio::task::JoinSet::new();
-            for server in &pack.servers {
+            for server in &tools.servers {
                 if let Status::Ready(ready) = server.status() {
                     farewells.spawn(async move { ready.session.close().await });
                 }

@@ -108,11 +108,13 @@ pub async fn wait_for(
         all.iter()
             .any(|s| s.name == namespace && s.state.label() == want)
     };
-    let waited = tokio::time::timeout(within, status.wait_for(reached)).await;
-    let entry = self::status(pack, namespace).await;
-    assert!(
-        matches!(waited, Ok(Ok(_))),
-        "{namespace} never became {want}: {entry}"
+    // A bool at once: the borrow `wait_for` answers must not be held across an await, or
+    // the Pack could not update the status it reads.
+    let reached = matches!(
+        tokio::time::timeout(within, status.wait_for(reached)).await,
+        Ok(Ok(_))
     );
+    let entry = self::status(pack, namespace).await;
+    assert!(reached, "{namespace} never became {want}: {entry}");
     entry
 }

@@ -47,6 +47,10 @@ pub trait Pack: Send + Sync {
 
     /// Where each of the Pack's backends stands, updated as it changes: a Host waits on it
     /// (`wait_for`) and shows it instead of polling. A Pack without backends has none.
+    ///
+    /// As with any `watch` channel, a borrow of the value (what `borrow` and `wait_for`
+    /// answer) must not be held across an `.await`: the Pack's tasks wait for it to end to
+    /// update the status.
     fn status(&self) -> StatusReceiver {
         tokio::sync::watch::channel(Vec::new()).1
     }
