@@ -78,10 +78,7 @@ impl Server {
         let mut index = 0;
         board.send_modify(|all| {
             index = all.len();
-            all.push(BackendStatus {
-                name: name.clone(),
-                state: status.public(),
-            });
+            all.push(BackendStatus::new(name.clone(), status.public()));
         });
         Self {
             name,

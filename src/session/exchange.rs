@@ -64,9 +64,25 @@ impl Link {
         (wire, progress): (Wire, Option<&ProgressSink>),
     ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
         let started = tokio::time::Instant::now();
-        let answer = self
-            .exchange_once(id, method, params, outgoing, (wire, progress))
-            .await;
+        let answer = async {
+            let request = Request::new(id, method, params);
+            let posted = self.transport.post(to_bytes(&request), outgoing).await?;
+            let refused = !(200..300).contains(&posted.status);
+            let result = match posted.reply {
+                Reply::Json(bytes) if refused => Err(refusal(posted.status, &bytes)),
+                Reply::Json(bytes) => answer_in_body(id, &bytes),
+                Reply::Stream(stream) => {
+                    let mut reporter = progress.map(|sink| Reporter::new(id, sink));
+                    let reading = (wire, reporter.as_mut());
+                    self.read_stream(id, *stream, outgoing, reading).await
+                }
+                Reply::Empty => Err(SessionError::Protocol(
+                    "the server answered a request with no body".to_owned(),
+                )),
+            }?;
+            Ok((result, posted.session_id))
+        }
+        .await;
         // One line per request at debug, in the server's span: its method, how long it took
         // and how it ended, never a value or a text the server sent.
         let outcome = match &answer {
@@ -79,32 +95,6 @@ impl Link {
         let ms = started.elapsed().as_millis();
         tracing::debug!(method, id, ms, outcome, "request");
         answer
-    }
-
-    async fn exchange_once<T: DeserializeOwned, P: Serialize>(
-        &self,
-        id: u64,
-        method: &str,
-        params: &P,
-        outgoing: &Outgoing<'_>,
-        (wire, progress): (Wire, Option<&ProgressSink>),
-    ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
-        let request = Request::new(id, method, params);
-        let posted = self.transport.post(to_bytes(&request), outgoing).await?;
-        let refused = !(200..300).contains(&posted.status);
-        let result = match posted.reply {
-            Reply::Json(bytes) if refused => Err(refusal(posted.status, &bytes)),
-            Reply::Json(bytes) => answer_in_body(id, &bytes),
-            Reply::Stream(stream) => {
-                let mut reporter = progress.map(|sink| Reporter::new(id, sink));
-                let reading = (wire, reporter.as_mut());
-                self.read_stream(id, *stream, outgoing, reading).await
-            }
-            Reply::Empty => Err(SessionError::Protocol(
-                "the server answered a request with no body".to_owned(),
-            )),
-        }?;
-        Ok((result, posted.session_id))
     }
 
     /// Reads a response stream until it carries the answer to `id`. At 2025-11-25 a stream

@@ -180,10 +180,7 @@ mod tests {
     use super::*;
 
     fn server(name: &str, state: BackendState) -> BackendStatus {
-        BackendStatus {
-            name: name.to_owned(),
-            state,
-        }
+        BackendStatus::new(name, state)
     }
 
     fn loading(name: &str) -> BackendStatus {

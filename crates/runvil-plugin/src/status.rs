@@ -19,6 +19,16 @@ pub struct BackendStatus {
     pub state: BackendState,
 }
 
+impl BackendStatus {
+    /// A backend named `name` in `state`.
+    pub fn new(name: impl Into<String>, state: BackendState) -> Self {
+        Self {
+            name: name.into(),
+            state,
+        }
+    }
+}
+
 /// The states of a backend. Texts are the Pack's, cleaned for a person or a model to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -278,10 +278,7 @@ mod tests {
     use super::*;
 
     fn server(name: &str, state: BackendState) -> BackendStatus {
-        BackendStatus {
-            name: name.to_owned(),
-            state,
-        }
+        BackendStatus::new(name, state)
     }
 
     fn failed(name: &str, reason: &str) -> BackendStatus {
