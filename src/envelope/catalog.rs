@@ -17,7 +17,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{CheckedTool, Rejected, ToolSet, Untrusted, check_tool, reject};
+use super::tool_check::{check_tool, reject};
+use super::{CheckedTool, Rejected, ToolSet, Untrusted};
 use crate::policy::{MAX_REJECTED_KEPT, MAX_TOOLS_LIST_BYTES, MAX_TOOLS_PER_SERVER};
 
 /// The tools of one server so far, page after page.
