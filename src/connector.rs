@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
-use reqwest::{Client, Url};
+use reqwest::Url;
 use runvil_plugin::{BackendState, BackendStatus};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -21,7 +21,7 @@ use crate::envelope::{ToolSet, clean_text, log_safe, truncate};
 use crate::policy::{MAX_ERROR_CHARS, START_ATTEMPT_DEADLINE, retry_delay};
 use crate::secret::Scrubber;
 use crate::session::{CacheHints, Session, SessionError, SharedSession};
-use crate::transport::{self, Transport, TransportError};
+use crate::transport::{Clients, Transport, TransportError};
 
 /// Where a server stands.
 #[derive(Debug, Clone)]
@@ -113,9 +113,9 @@ impl Server {
     }
 }
 
-/// The one HTTP client of a Pack, built by the first task that needs it: building it reads
+/// The HTTP clients of a Pack, built by the first task that needs them: building one reads
 /// the system's trust store, which construct may not do.
-pub(crate) type SharedClient = Arc<OnceLock<Result<Client, TransportError>>>;
+pub(crate) type SharedClients = Arc<OnceLock<Result<Clients, TransportError>>>;
 
 /// Starts `server` on `runtime`; the task ends when the server is ready or the handle is
 /// aborted.
@@ -123,7 +123,7 @@ pub(crate) fn spawn(
     runtime: &Handle,
     server: Arc<Server>,
     spec: ServerSpec,
-    client: SharedClient,
+    clients: SharedClients,
     scrubber: Arc<Scrubber>,
     host: HostAuth,
 ) -> tokio::task::JoinHandle<()> {
@@ -145,7 +145,7 @@ pub(crate) fn spawn(
             oauth,
             scrubbers,
         ));
-        let attempt = || start(&task_runtime, &spec, &client, &own, &auth);
+        let attempt = || start(&task_runtime, &spec, &clients, &own, &auth);
         let name = log_safe(&server.name);
         let on_failure = |reason: String| {
             // A reason may quote what the server sent (a content type, an error text).
@@ -185,15 +185,15 @@ pub(crate) fn server_span(name: &str) -> tracing::Span {
 async fn start(
     runtime: &Handle,
     spec: &ServerSpec,
-    client: &SharedClient,
+    clients: &SharedClients,
     scrubber: &Arc<Scrubber>,
     auth: &Arc<Authorization>,
 ) -> Result<Ready, String> {
-    let client = client
-        .get_or_init(transport::http_client)
+    let clients = clients
+        .get_or_init(Clients::build)
         .clone()
         .map_err(|e| e.to_string())?;
-    let transport = Transport::new(client, spec, Arc::clone(scrubber), Arc::clone(auth))
+    let transport = Transport::new(clients, spec, Arc::clone(scrubber), Arc::clone(auth))
         .map_err(|e| e.to_string())?;
     let session = Session::connect(transport, runtime.clone())
         .await

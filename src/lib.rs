@@ -50,7 +50,7 @@ use serde_json::Value;
 
 use crate::auth::HostAuth;
 use crate::config::{Entry, ProcessEnvironment};
-use crate::connector::{Board, Server, SharedClient, Status};
+use crate::connector::{Board, Server, SharedClients, Status};
 use crate::secret::Scrubber;
 
 /// The Pack's name in a Host's registry.
@@ -84,7 +84,7 @@ impl PackFactory for Factory {
                 Entry::Refused(_) => Vec::new(),
             },
         )));
-        let client = SharedClient::default();
+        let clients = SharedClients::default();
         let host = HostAuth::from_services(cx.services);
         let board: Board = Arc::new(tokio::sync::watch::Sender::new(Vec::new()));
         let mut servers = Vec::with_capacity(entries.len());
@@ -102,7 +102,7 @@ impl PackFactory for Factory {
                         runtime,
                         Arc::clone(&server),
                         spec,
-                        Arc::clone(&client),
+                        Arc::clone(&clients),
                         Arc::clone(&scrubber),
                         host.clone(),
                     );
