@@ -16,7 +16,7 @@ use zeroize::Zeroizing;
 use crate::policy::{
     ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS, Refusal,
 };
-use crate::secret::Secret;
+use crate::secret::{Secret, SecretUrl};
 
 /// Where `${env:NAME}` and `${userHome}` get their values; tests lend their own.
 pub(crate) trait Environment {
@@ -41,8 +41,8 @@ impl Environment for ProcessEnvironment {
 /// A remote server the client will connect to.
 #[derive(Debug)]
 pub(crate) struct ServerSpec {
-    /// The endpoint, expanded and checked to be an http or https URL.
-    pub(crate) url: Secret,
+    /// The endpoint, expanded, parsed (here, once) and checked to be an http or https URL.
+    pub(crate) url: SecretUrl,
     /// Configured headers, checked to be sendable and not reserved; values marked sensitive.
     pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
     /// Every value to scrub from output: the URL and the forms it takes on the wire, header
@@ -123,7 +123,7 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
     // So far `secrets` holds the values expanded in the URL.
     let sent = sent_forms(&parsed, url.expose(), &secrets);
     secrets.extend(sent);
-    secrets.push(url.clone());
+    secrets.push(url);
 
     let headers = match entry.get("headers") {
         None | Some(Value::Null) => Vec::new(),
@@ -136,7 +136,7 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
         Some(_) => return Err(Refusal::OAuthNotAnObject),
     };
     Ok(ServerSpec {
-        url,
+        url: SecretUrl::new(parsed),
         headers,
         secrets,
         oauth,

@@ -9,7 +9,6 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
-use reqwest::Url;
 use runvil_plugin::{BackendState, BackendStatus};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -132,15 +131,11 @@ pub(crate) fn spawn(
     let task = async move {
         // Kept across attempts: what the server's scrubber learns (tokens) and the tokens.
         let own = Arc::new(Scrubber::new(spec.secrets.iter().cloned()));
-        let Ok(url) = Url::parse(spec.url.expose()) else {
-            server.set(Status::Failed(TransportError::InvalidUrl.to_string()));
-            return;
-        };
         let scrubbers = vec![Arc::clone(&own), Arc::clone(&scrubber)];
         let oauth = spec.oauth.clone();
         let auth = Arc::new(Authorization::new(
             server.name.clone(),
-            url,
+            spec.url.expose().clone(),
             host,
             oauth,
             scrubbers,
@@ -193,8 +188,7 @@ async fn start(
         .get_or_init(Clients::build)
         .clone()
         .map_err(|e| e.to_string())?;
-    let transport = Transport::new(clients, spec, Arc::clone(scrubber), Arc::clone(auth))
-        .map_err(|e| e.to_string())?;
+    let transport = Transport::new(clients, spec, Arc::clone(scrubber), Arc::clone(auth));
     let session = Session::connect(transport, runtime.clone())
         .await
         .map_err(SessionError::into_text)?;

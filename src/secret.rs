@@ -58,6 +58,43 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// A URL that may hold a credential (userinfo, a token in its path or query): the endpoint,
+/// parsed once by `config` and carried parsed from there, printed by neither `{}` nor `{:?}`.
+/// Its text is wiped when it is dropped, as a [`Secret`]'s is.
+#[derive(Clone)]
+pub(crate) struct SecretUrl(Url);
+
+impl SecretUrl {
+    pub(crate) fn new(url: Url) -> Self {
+        Self(url)
+    }
+
+    /// The URL itself, for the places that must send a request to it.
+    pub(crate) fn expose(&self) -> &Url {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SecretUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTION_MARKER)
+    }
+}
+
+impl Drop for SecretUrl {
+    fn drop(&mut self) {
+        // A `Url` is its serialization plus offsets: taking the text out (a move, not a copy)
+        // leaves an empty placeholder behind, and the text is wiped.
+        if let Ok(empty) = Url::parse(WIPED_URL) {
+            let mut text = String::from(std::mem::replace(&mut self.0, empty));
+            text.zeroize();
+        }
+    }
+}
+
+/// What a dropped [`SecretUrl`] holds while it goes: any URL that parses.
+const WIPED_URL: &str = "http://wiped.invalid/";
+
 /// Replaces every configured secret, in every form it can take, with the redaction marker.
 ///
 /// It learns secrets the Pack obtains while it runs (tokens, registered client secrets) with
@@ -256,6 +293,10 @@ mod tests {
         assert_eq!(format!("{secret:?}"), "[redacted]");
         assert_eq!(format!("{:?}", Some(&secret)), "Some([redacted])");
         assert_eq!(secret.expose(), "hunter2-canary");
+        let url = Url::parse("https://user:hunter2-canary@h/p?k=v").expect("url");
+        let url = SecretUrl::new(url);
+        assert_eq!(format!("{url:?}"), "[redacted]");
+        assert_eq!(url.expose().password(), Some("hunter2-canary"));
         assert_eq!(
             format!("{:?}", of(&["hunter2-canary"])),
             "Scrubber(1 forms)"

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Client, ClientBuilder, RequestBuilder, Response, StatusCode, Url};
+use reqwest::{Client, ClientBuilder, RequestBuilder, Response, StatusCode};
 
 use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
 use crate::config::ServerSpec;
@@ -28,7 +28,7 @@ use crate::policy::{
     CONNECT_TIMEOUT, MAX_AUTHORIZATIONS_PER_REQUEST, MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES,
     MAX_SSE_EVENT_BYTES, redirect_policy,
 };
-use crate::secret::Scrubber;
+use crate::secret::{Scrubber, SecretUrl};
 use crate::sse::{Event, SseError, SseParser};
 
 mod route;
@@ -87,7 +87,7 @@ pub(crate) struct Transport {
 }
 
 struct Endpoint {
-    url: Url,
+    url: SecretUrl,
     headers: HeaderMap,
     route: Route,
     /// This server's secrets, scrubbed from everything it sends.
@@ -151,15 +151,13 @@ impl Transport {
         spec: &ServerSpec,
         scrubber: Arc<Scrubber>,
         auth: Arc<Authorization>,
-    ) -> Result<Self, TransportError> {
-        // The spec was parsed from this same text, so this cannot fail; if it did, the error
-        // says so without the URL.
-        let url = Url::parse(spec.url.expose()).map_err(|_| TransportError::InvalidUrl)?;
+    ) -> Self {
+        let url = spec.url.clone();
         let headers: HeaderMap = spec.headers.iter().cloned().collect();
         let configured = headers.contains_key(header::AUTHORIZATION)
-            || !url.username().is_empty()
-            || url.password().is_some();
-        Ok(Self {
+            || !url.expose().username().is_empty()
+            || url.expose().password().is_some();
+        Self {
             clients,
             endpoint: Arc::new(Endpoint {
                 url,
@@ -168,7 +166,7 @@ impl Transport {
                 scrubber,
                 auth: (!configured).then_some(auth),
             }),
-        })
+        }
     }
 
     /// The scrubber of this server's secrets, for text about it that did not come through
@@ -187,7 +185,9 @@ impl Transport {
     ) -> HeaderMap {
         let mut headers = self.headers(session, accept);
         let auth = self.endpoint.auth.as_ref();
-        if let Some(presented) = auth.and_then(|a| a.present_now(method, &self.endpoint.url)) {
+        if let Some(presented) =
+            auth.and_then(|a| a.present_now(method, self.endpoint.url.expose()))
+        {
             headers.insert(header::AUTHORIZATION, presented.authorization);
             if let Some(proof) = presented.proof {
                 headers.insert(DPOP, proof);
@@ -226,7 +226,7 @@ impl Transport {
         let via = self.endpoint.route.choose();
         let client = self.clients.of(via);
         let request = client
-            .post(self.endpoint.url.clone())
+            .post(self.endpoint.url.expose().clone())
             .headers(headers)
             .body(body);
         let scrubber = &self.endpoint.scrubber;
@@ -292,7 +292,7 @@ impl Transport {
         let mut authorizations = 0;
         loop {
             let (presented, sent_as) = auth
-                .present(self.clients.pooled(), "POST", &self.endpoint.url)
+                .present(self.clients.pooled(), "POST", self.endpoint.url.expose())
                 .await;
             // The body is bytes, so the clone shares them.
             let mut attempt = request
@@ -354,7 +354,7 @@ impl Transport {
         let request = self
             .clients
             .pooled()
-            .get(self.endpoint.url.clone())
+            .get(self.endpoint.url.expose().clone())
             .headers(headers);
         let scrubber = &self.endpoint.scrubber;
         let response = checked(sent(request.send().await, scrubber)?)?;
@@ -375,7 +375,7 @@ impl Transport {
         let request = self
             .clients
             .pooled()
-            .delete(self.endpoint.url.clone())
+            .delete(self.endpoint.url.expose().clone())
             .headers(headers);
         if let Ok(response) = request.send().await {
             let _ = read_capped(response, &self.endpoint.scrubber).await;
@@ -551,8 +551,6 @@ impl EventStream {
 /// URL or a header value, and the server's text in one was scrubbed as it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum TransportError {
-    /// The configured URL could not be used.
-    InvalidUrl,
     /// The request could not be sent or its answer not received (connect, TLS, reset).
     Send(String),
     /// The body broke off while it was read.
@@ -576,7 +574,6 @@ pub(crate) enum TransportError {
 impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::InvalidUrl => f.write_str("the configured url cannot be used"),
             Self::Send(e) => write!(f, "could not reach the server: {e}"),
             Self::Body(e) => write!(f, "the answer broke off: {e}"),
             Self::Redirect(status) => write!(
