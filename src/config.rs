@@ -14,7 +14,8 @@ use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
 use crate::policy::{
-    ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS, Refusal,
+    ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS,
+    Refusal, UNAVAILABLE_CONFIG,
 };
 use crate::secret::{Secret, SecretUrl};
 
@@ -76,6 +77,14 @@ pub(crate) enum Entry {
 /// The configuration is neither an object nor null.
 #[derive(Debug)]
 pub(crate) struct NotAnObject;
+
+impl std::fmt::Display for NotAnObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(UNAVAILABLE_CONFIG)
+    }
+}
+
+impl std::error::Error for NotAnObject {}
 
 /// Parses every entry of `config`, in name order. Null means no servers.
 pub(crate) fn parse(

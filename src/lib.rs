@@ -77,7 +77,7 @@ impl PackFactory for Factory {
             .get(TOKIO_RUNTIME)
             .ok_or_else(|| Unavailable::new(policy::UNAVAILABLE_RUNTIME))?;
         let entries = config::parse(cx.config, &ProcessEnvironment)
-            .map_err(|_| Unavailable::new(policy::UNAVAILABLE_CONFIG))?;
+            .map_err(|not_an_object| Unavailable::new(not_an_object.to_string()))?;
         let scrubber = Arc::new(Scrubber::new(entries.iter().flat_map(
             |(_, entry)| match entry {
                 Entry::Remote(spec) => spec.secrets.clone(),
