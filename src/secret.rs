@@ -217,10 +217,9 @@ const UNRESERVED_KEPT: &AsciiSet = &NON_ALPHANUMERIC
 /// Forms that equal another are left to the caller to drop.
 fn forms(value: &str) -> Vec<String> {
     let mut out = vec![value.to_owned()];
-    let json = serde_json::to_string(value).unwrap_or_default();
-    let json = json
-        .get(1..json.len().saturating_sub(1))
-        .unwrap_or_default();
+    let json = serde_json::to_string(value).expect("a string serializes");
+    // Inside its quotes, which are one byte each.
+    let json = &json[1..json.len() - 1];
     out.push(ascii_json(json));
     out.push(json.to_owned());
     out.push(utf8_percent_encode(value, UNRESERVED_KEPT).to_string());

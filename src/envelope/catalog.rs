@@ -66,9 +66,8 @@ impl Catalog {
 
     /// The checked tools, with the accepted names rendered once for the listing.
     pub(crate) fn finish(self) -> ToolSet {
-        // A list of strings always serializes; null would only ever show an empty server.
         let names_json = serde_json::value::to_raw_value(&self.tools.keys().collect::<Vec<_>>())
-            .unwrap_or_else(|_| RawValue::NULL.to_owned());
+            .expect("a list of strings serializes");
         ToolSet {
             tools: self.tools,
             rejected: self.rejected,
