@@ -144,7 +144,7 @@ pub(crate) fn spawn(
         let name = log_safe(&server.name);
         let on_failure = |reason: String| {
             // A reason may quote what the server sent (a content type, an error text).
-            let reason = truncate(scrubber.clean(clean_text(&reason)), MAX_ERROR_CHARS);
+            let reason = truncate(scrubber.scrub_owned(clean_text(&reason)), MAX_ERROR_CHARS);
             tracing::warn!(server = %name, reason = %log_safe(&reason), "server did not start");
             server.set(Status::Failed(reason));
         };

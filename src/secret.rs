@@ -5,7 +5,8 @@
 //! `{}` nor `{:?}` can print it; reading it takes an explicit [`Secret::expose`]. The memory is
 //! wiped when the value is dropped (secrecy + zeroize). The [`Scrubber`] is the defence in
 //! depth behind that: whatever a server echoes back, a configured secret is replaced by the
-//! marker before the text leaves the Pack.
+//! marker before the text leaves the Pack. Its one verb is "scrub"; "clean" is the envelope's
+//! (removing what a reader cannot see), a different job.
 //!
 //! # Every form a secret takes
 //!
@@ -179,7 +180,7 @@ impl Scrubber {
 
     /// [`Scrubber::scrub`] of an owned string, which comes back unchanged (not copied) when
     /// it holds no secret: results can be megabytes.
-    pub(crate) fn clean(&self, text: String) -> String {
+    pub(crate) fn scrub_owned(&self, text: String) -> String {
         if let Cow::Owned(scrubbed) = self.scrub(&text) {
             return scrubbed;
         }

@@ -178,11 +178,11 @@ impl Tools {
         let arguments = Value::Object(args.arguments);
         let server = self.server(namespace)?;
         let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
-        // The server's scrubber cleaned each message; this one knows every server's secrets.
+        // The server's scrubber scrubbed each message; this one knows every server's secrets.
         let progress = progress.map(|sink| {
             let scrubber = Arc::clone(&self.scrubber);
             Arc::new(move |mut notice: Progress| {
-                notice.message = notice.message.map(|m| scrubber.clean(m));
+                notice.message = notice.message.map(|m| scrubber.scrub_owned(m));
                 sink(notice);
             }) as ProgressSink
         });
@@ -221,12 +221,12 @@ impl Tools {
     fn scrub(&self, outcome: Result<String, ToolError>) -> Result<String, ToolError> {
         let s = &self.scrubber;
         match outcome {
-            Ok(text) => Ok(s.clean(text)),
+            Ok(text) => Ok(s.scrub_owned(text)),
             // Scrubbed before it is cut, so no cut can split a secret past the scrubber. A
             // backend error is a tool's own text, capped as results are.
-            Err(ToolError::Invalid(m)) => Err(ToolError::Invalid(capped(s.clean(m)))),
-            Err(ToolError::Backend(m)) => Err(ToolError::Backend(s.clean(m))),
-            Err(ToolError::Transport(m)) => Err(ToolError::Transport(capped(s.clean(m)))),
+            Err(ToolError::Invalid(m)) => Err(ToolError::Invalid(capped(s.scrub_owned(m)))),
+            Err(ToolError::Backend(m)) => Err(ToolError::Backend(s.scrub_owned(m))),
+            Err(ToolError::Transport(m)) => Err(ToolError::Transport(capped(s.scrub_owned(m)))),
             Err(other) => Err(other),
         }
     }

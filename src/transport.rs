@@ -413,9 +413,9 @@ fn challenge_of(response: &Response) -> Option<Challenge> {
 /// have quoted one back).
 fn scrubbed_auth_error(error: AuthError, scrubber: &Scrubber) -> AuthError {
     match error {
-        AuthError::Required(e) => AuthError::Required(scrubber.clean(e)),
-        AuthError::Unreachable(e) => AuthError::Unreachable(scrubber.clean(e)),
-        AuthError::Refused(e) => AuthError::Refused(scrubber.clean(e)),
+        AuthError::Required(e) => AuthError::Required(scrubber.scrub_owned(e)),
+        AuthError::Unreachable(e) => AuthError::Unreachable(scrubber.scrub_owned(e)),
+        AuthError::Refused(e) => AuthError::Refused(scrubber.scrub_owned(e)),
     }
 }
 
@@ -425,7 +425,7 @@ fn sent(
     scrubber: &Scrubber,
 ) -> Result<Response, TransportError> {
     // A cause may quote the server (a certificate's names) or name the host.
-    sent.map_err(|e| TransportError::Send(scrubber.clean(describe(e))))
+    sent.map_err(|e| TransportError::Send(scrubber.scrub_owned(describe(e))))
 }
 
 /// The media type of the answer, without parameters, scrubbed: it is shown when it is not
@@ -444,7 +444,7 @@ fn content_type(response: &Response, scrubber: &Scrubber) -> Option<String> {
 /// it goes on unchanged to the parser, which refuses it without quoting it.
 fn scrubbed_body(body: Vec<u8>, scrubber: &Scrubber) -> Vec<u8> {
     match String::from_utf8(body) {
-        Ok(text) => scrubber.clean(text).into_bytes(),
+        Ok(text) => scrubber.scrub_owned(text).into_bytes(),
         Err(not_text) => not_text.into_bytes(),
     }
 }
@@ -485,7 +485,7 @@ async fn read_capped(
 }
 
 fn body_error(e: reqwest::Error, scrubber: &Scrubber) -> TransportError {
-    TransportError::Body(scrubber.clean(describe(e)))
+    TransportError::Body(scrubber.scrub_owned(describe(e)))
 }
 
 /// An SSE answer, read event by event, each event capped.
@@ -523,7 +523,7 @@ impl EventStream {
                         now - timing.sent,
                     );
                 }
-                return Ok(Some(self.scrubber.clean(event.data)));
+                return Ok(Some(self.scrubber.scrub_owned(event.data)));
             }
             let chunk = self.response.chunk().await;
             let Some(chunk) = chunk.map_err(|e| body_error(e, &self.scrubber))? else {
