@@ -1,6 +1,9 @@
 //! The Pack and its two tools: `get_dynamic_tools` lists servers and their tools,
 //! `call_dynamic_tool` calls one. Both take model-written arguments, so every mistake gets
 //! an error that says what was wrong and what is valid.
+//!
+//! `arguments` owns the two tools' schemas and checks arguments against them; this module
+//! dispatches a checked call and scrubs and caps everything that leaves the Pack.
 
 mod arguments;
 

@@ -20,7 +20,7 @@ pub(crate) enum Outcome {
 
 /// Converts a `tools/call` result: each content block one piece, in order, joined by a blank
 /// line; a result with no blocks but `structuredContent` gives that JSON. Calls reach it
-/// through [`convert_result`], which runs it off the runtime's workers.
+/// through [`convert_result`](super::convert_result), which runs it off the runtime's workers.
 pub(crate) fn convert_now(result: Untrusted<Value>, tool: &CheckedTool) -> Outcome {
     let Untrusted(mut result) = result;
     let blocks = match result.get_mut("content") {
