@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn null_is_nothing_given() {
-        let listed = list(Value::Null).map_err(|e| e.to_string());
+        let listed = list(Value::Null);
         assert!(listed.is_ok_and(|a| a.namespace.is_none() && a.tool_name.is_none()));
         let called = call(json!({"namespace": "n", "toolName": "t", "arguments": null}));
         assert!(called.is_ok_and(|a| a.arguments.is_empty() && a.namespace == "n"));
