@@ -86,6 +86,9 @@ impl fmt::Display for AuthError {
     }
 }
 
+/// Its texts are the whole error: a party's error is kept only as cleaned text.
+impl std::error::Error for AuthError {}
+
 /// What a Host lends for authorizations, read once from its services.
 #[derive(Clone, Default)]
 pub(crate) struct HostAuth {

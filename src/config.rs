@@ -14,9 +14,10 @@ use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
 use crate::policy::{
-    ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS, Refusal,
+    ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS,
+    Refusal, UNAVAILABLE_CONFIG,
 };
-use crate::secret::Secret;
+use crate::secret::{Secret, SecretUrl};
 
 /// Where `${env:NAME}` and `${userHome}` get their values; tests lend their own.
 pub(crate) trait Environment {
@@ -41,8 +42,8 @@ impl Environment for ProcessEnvironment {
 /// A remote server the client will connect to.
 #[derive(Debug)]
 pub(crate) struct ServerSpec {
-    /// The endpoint, expanded and checked to be an http or https URL.
-    pub(crate) url: Secret,
+    /// The endpoint, expanded, parsed (here, once) and checked to be an http or https URL.
+    pub(crate) url: SecretUrl,
     /// Configured headers, checked to be sendable and not reserved; values marked sensitive.
     pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
     /// Every value to scrub from output: the URL and the forms it takes on the wire, header
@@ -76,6 +77,14 @@ pub(crate) enum Entry {
 /// The configuration is neither an object nor null.
 #[derive(Debug)]
 pub(crate) struct NotAnObject;
+
+impl std::fmt::Display for NotAnObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(UNAVAILABLE_CONFIG)
+    }
+}
+
+impl std::error::Error for NotAnObject {}
 
 /// Parses every entry of `config`, in name order. Null means no servers.
 pub(crate) fn parse(
@@ -123,7 +132,7 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
     // So far `secrets` holds the values expanded in the URL.
     let sent = sent_forms(&parsed, url.expose(), &secrets);
     secrets.extend(sent);
-    secrets.push(url.clone());
+    secrets.push(url);
 
     let headers = match entry.get("headers") {
         None | Some(Value::Null) => Vec::new(),
@@ -136,7 +145,7 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
         Some(_) => return Err(Refusal::OAuthNotAnObject),
     };
     Ok(ServerSpec {
-        url,
+        url: SecretUrl::new(parsed),
         headers,
         secrets,
         oauth,

@@ -9,7 +9,6 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
-use reqwest::{Client, Url};
 use runvil_plugin::{BackendState, BackendStatus};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -21,7 +20,7 @@ use crate::envelope::{ToolSet, clean_text, log_safe, truncate};
 use crate::policy::{MAX_ERROR_CHARS, START_ATTEMPT_DEADLINE, retry_delay};
 use crate::secret::Scrubber;
 use crate::session::{CacheHints, Session, SessionError, SharedSession};
-use crate::transport::{self, Transport, TransportError};
+use crate::transport::{Clients, Transport, TransportError};
 
 /// Where a server stands.
 #[derive(Debug, Clone)]
@@ -110,9 +109,9 @@ impl Server {
     }
 }
 
-/// The one HTTP client of a Pack, built by the first task that needs it: building it reads
+/// The HTTP clients of a Pack, built by the first task that needs them: building one reads
 /// the system's trust store, which construct may not do.
-pub(crate) type SharedClient = Arc<OnceLock<Result<Client, TransportError>>>;
+pub(crate) type SharedClients = Arc<OnceLock<Result<Clients, TransportError>>>;
 
 /// Starts `server` on `runtime`; the task ends when the server is ready or the handle is
 /// aborted.
@@ -120,7 +119,7 @@ pub(crate) fn spawn(
     runtime: &Handle,
     server: Arc<Server>,
     spec: ServerSpec,
-    client: SharedClient,
+    clients: SharedClients,
     scrubber: Arc<Scrubber>,
     host: HostAuth,
 ) -> tokio::task::JoinHandle<()> {
@@ -129,24 +128,20 @@ pub(crate) fn spawn(
     let task = async move {
         // Kept across attempts: what the server's scrubber learns (tokens) and the tokens.
         let own = Arc::new(Scrubber::new(spec.secrets.iter().cloned()));
-        let Ok(url) = Url::parse(spec.url.expose()) else {
-            server.set(Status::Failed(TransportError::InvalidUrl.to_string()));
-            return;
-        };
         let scrubbers = vec![Arc::clone(&own), Arc::clone(&scrubber)];
         let oauth = spec.oauth.clone();
         let auth = Arc::new(Authorization::new(
             server.name.clone(),
-            url,
+            spec.url.expose().clone(),
             host,
             oauth,
             scrubbers,
         ));
-        let attempt = || start(&task_runtime, &spec, &client, &own, &auth);
+        let attempt = || start(&task_runtime, &spec, &clients, &own, &auth);
         let name = log_safe(&server.name);
         let on_failure = |reason: String| {
             // A reason may quote what the server sent (a content type, an error text).
-            let reason = truncate(scrubber.clean(clean_text(&reason)), MAX_ERROR_CHARS);
+            let reason = truncate(scrubber.scrub_owned(clean_text(&reason)), MAX_ERROR_CHARS);
             tracing::warn!(server = %name, reason = %log_safe(&reason), "server did not start");
             server.set(Status::Failed(reason));
         };
@@ -182,16 +177,15 @@ pub(crate) fn server_span(name: &str) -> tracing::Span {
 async fn start(
     runtime: &Handle,
     spec: &ServerSpec,
-    client: &SharedClient,
+    clients: &SharedClients,
     scrubber: &Arc<Scrubber>,
     auth: &Arc<Authorization>,
 ) -> Result<Ready, String> {
-    let client = client
-        .get_or_init(transport::http_client)
+    let clients = clients
+        .get_or_init(Clients::build)
         .clone()
         .map_err(|e| e.to_string())?;
-    let transport = Transport::new(client, spec, Arc::clone(scrubber), Arc::clone(auth))
-        .map_err(|e| e.to_string())?;
+    let transport = Transport::new(clients, spec, Arc::clone(scrubber), Arc::clone(auth));
     let session = Session::connect(transport, runtime.clone())
         .await
         .map_err(SessionError::into_text)?;

@@ -222,10 +222,11 @@ pub(crate) struct CallParams<'a> {
     pub(crate) arguments: &'a Value,
 }
 
-/// A message as bytes to send. Serializing these types cannot fail; an empty body would be
-/// refused by the server, not sent silently.
+/// A message as bytes to send.
 pub(crate) fn to_bytes(message: &impl Serialize) -> Vec<u8> {
-    serde_json::to_vec(message).unwrap_or_default()
+    serde_json::to_vec(message).expect(
+        "the client's messages are structs of strings, numbers and JSON values, with string keys",
+    )
 }
 
 /// One message from a server.

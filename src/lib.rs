@@ -7,23 +7,33 @@
 //!
 //! # Layout
 //!
-//! Data flows one way: configuration → policy → connector → transport → envelope → tools.
+//! Each module in the order data flows through it: the configuration in, a server's requests
+//! out and its answers back, and what a model reads last.
 //!
 //! - `policy`: every refusal, limit and timeout (auditors start here and in `policy/`).
-//! - `secret`: values that may hold a credential, and the scrubber.
-//! - `config`: parses each `mcpServers` entry on its own, with `${env:NAME}` substitution.
+//! - `config`: parses each `mcpServers` entry on its own, with `${env:NAME}` substitution; the
+//!   URL is parsed here, once, and carried parsed.
+//! - `secret`: values that may hold a credential (a string, the URL), and the scrubber.
 //! - `connector`: one background task per server, from `loading` to `ready` or `error`.
-//! - `transport` and `sse`: Streamable HTTP over reqwest and rustls, with byte caps.
+//! - `session`: one server's conversation in the era it speaks (`era` decides: 2026-07-28
+//!   without a handshake in `modern`, else the `initialize` handshake of 2025-11-25 in
+//!   `legacy`); `exchange` is one request and its answer; paging, cancellation, restarts.
 //! - `jsonrpc`: the JSON-RPC messages of both eras as typed values, and every server message
 //!   read into one typed enum.
-//! - `session`: the era a server speaks (2026-07-28 without a handshake, else the
-//!   `initialize` handshake of 2025-11-25), paging, cancellation, session restarts.
-//! - `envelope`: the only way from server data to text a model reads: `catalog` reads
-//!   `tools/list` pages into typed tools, `expansion` bounds schema work, `param_headers`
-//!   checks and encodes `x-mcp-header` parameters, `chars` decides which characters show,
-//!   `off_runtime` runs the checks on the blocking pool.
+//! - `transport`: Streamable HTTP over reqwest and rustls, with byte caps; `transport::route`
+//!   picks pooled or new connections per server, against the delayed-ACK stall.
+//! - `auth`: OAuth 2.1 for servers that ask (`challenge`, `discovery`, `registration`, `flow`,
+//!   `assertion`, `dpop`, `fetch`, `stored`), on the transport's `401` and `403`.
+//! - `sse`: the event stream of an answer, parsed without I/O, each event capped.
+//! - `envelope`: the only way from server data to text a model reads: `untrusted` (the taint
+//!   type), `catalog` (reads `tools/list` pages), `tool_check` (accepts tools and checks
+//!   against their schemas; `expansion` bounds schema work, `param_headers` handles
+//!   `x-mcp-header`), `result` (converts results), `text` (cleans and caps text; `chars`
+//!   decides which characters show), `off_runtime` (runs checks on the blocking pool).
 //! - `listing`: the JSON `get_dynamic_tools` answers, within its cap.
-//! - `tools`: the Pack and its two tools. `lifecycle`: its calls in flight, and shutdown.
+//! - `tools`: the Pack and its two tools; `tools::arguments` checks their arguments against
+//!   the schemas they publish.
+//! - `lifecycle`: the Pack's calls in flight, and shutdown.
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -50,7 +60,7 @@ use serde_json::Value;
 
 use crate::auth::HostAuth;
 use crate::config::{Entry, ProcessEnvironment};
-use crate::connector::{Board, Server, SharedClient, Status};
+use crate::connector::{Board, Server, SharedClients, Status};
 use crate::secret::Scrubber;
 
 /// The Pack's name in a Host's registry.
@@ -77,14 +87,14 @@ impl PackFactory for Factory {
             .get(TOKIO_RUNTIME)
             .ok_or_else(|| Unavailable::new(policy::UNAVAILABLE_RUNTIME))?;
         let entries = config::parse(cx.config, &ProcessEnvironment)
-            .map_err(|_| Unavailable::new(policy::UNAVAILABLE_CONFIG))?;
+            .map_err(|not_an_object| Unavailable::new(not_an_object.to_string()))?;
         let scrubber = Arc::new(Scrubber::new(entries.iter().flat_map(
             |(_, entry)| match entry {
                 Entry::Remote(spec) => spec.secrets.clone(),
                 Entry::Refused(_) => Vec::new(),
             },
         )));
-        let client = SharedClient::default();
+        let clients = SharedClients::default();
         let host = HostAuth::from_services(cx.services);
         let board: Board = Arc::new(tokio::sync::watch::Sender::new(Vec::new()));
         let mut servers = Vec::with_capacity(entries.len());
@@ -102,7 +112,7 @@ impl PackFactory for Factory {
                         runtime,
                         Arc::clone(&server),
                         spec,
-                        Arc::clone(&client),
+                        Arc::clone(&clients),
                         Arc::clone(&scrubber),
                         host.clone(),
                     );

@@ -127,12 +127,13 @@ fn is_zero(n: &usize) -> bool {
 }
 
 fn empty_array() -> Box<RawValue> {
-    RawValue::from_string("[]".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+    RawValue::from_string("[]".to_owned()).expect("[] is JSON")
 }
 
-/// A listing's text. Strings, values and JSON rendered before: serializing cannot fail.
+/// A listing's text.
 pub(crate) fn to_json(listing: &impl Serialize) -> String {
-    serde_json::to_string(listing).unwrap_or_default()
+    serde_json::to_string(listing)
+        .expect("a listing is strings, values and JSON rendered before, with string keys")
 }
 
 /// The answer with no arguments. When every name does not fit, each ready server keeps the
@@ -275,7 +276,7 @@ fn fitting(lengths: impl Iterator<Item = usize>, room: usize) -> usize {
 fn array<'t>(items: impl Iterator<Item = &'t str>) -> Box<RawValue> {
     let items: Vec<&str> = items.collect();
     RawValue::from_string(format!("[{}]", items.join(",")))
-        .unwrap_or_else(|_| RawValue::NULL.to_owned())
+        .expect("JSON texts rendered before, joined by commas in brackets, are a JSON array")
 }
 
 /// Splits `room` between wants: each gets an equal share of what is left, and one that

@@ -308,6 +308,8 @@ impl fmt::Display for Refusal {
     }
 }
 
+impl std::error::Error for Refusal {}
+
 /// Why the whole Pack is unavailable (never because of one entry).
 pub(crate) const UNAVAILABLE_CONFIG: &str =
     "the mcp configuration must be an object of servers (an mcp.json mcpServers object) or null";

@@ -5,7 +5,8 @@
 //! `{}` nor `{:?}` can print it; reading it takes an explicit [`Secret::expose`]. The memory is
 //! wiped when the value is dropped (secrecy + zeroize). The [`Scrubber`] is the defence in
 //! depth behind that: whatever a server echoes back, a configured secret is replaced by the
-//! marker before the text leaves the Pack.
+//! marker before the text leaves the Pack. Its one verb is "scrub"; "clean" is the envelope's
+//! (removing what a reader cannot see), a different job.
 //!
 //! # Every form a secret takes
 //!
@@ -57,6 +58,43 @@ impl fmt::Debug for Secret {
         f.write_str(REDACTION_MARKER)
     }
 }
+
+/// A URL that may hold a credential (userinfo, a token in its path or query): the endpoint,
+/// parsed once by `config` and carried parsed from there, printed by neither `{}` nor `{:?}`.
+/// Its text is wiped when it is dropped, as a [`Secret`]'s is.
+#[derive(Clone)]
+pub(crate) struct SecretUrl(Url);
+
+impl SecretUrl {
+    pub(crate) fn new(url: Url) -> Self {
+        Self(url)
+    }
+
+    /// The URL itself, for the places that must send a request to it.
+    pub(crate) fn expose(&self) -> &Url {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SecretUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTION_MARKER)
+    }
+}
+
+impl Drop for SecretUrl {
+    fn drop(&mut self) {
+        // A `Url` is its serialization plus offsets: taking the text out (a move, not a copy)
+        // leaves an empty placeholder behind, and the text is wiped.
+        if let Ok(empty) = Url::parse(WIPED_URL) {
+            let mut text = String::from(std::mem::replace(&mut self.0, empty));
+            text.zeroize();
+        }
+    }
+}
+
+/// What a dropped [`SecretUrl`] holds while it goes: any URL that parses.
+const WIPED_URL: &str = "http://wiped.invalid/";
 
 /// Replaces every configured secret, in every form it can take, with the redaction marker.
 ///
@@ -142,7 +180,7 @@ impl Scrubber {
 
     /// [`Scrubber::scrub`] of an owned string, which comes back unchanged (not copied) when
     /// it holds no secret: results can be megabytes.
-    pub(crate) fn clean(&self, text: String) -> String {
+    pub(crate) fn scrub_owned(&self, text: String) -> String {
         if let Cow::Owned(scrubbed) = self.scrub(&text) {
             return scrubbed;
         }
@@ -180,10 +218,9 @@ const UNRESERVED_KEPT: &AsciiSet = &NON_ALPHANUMERIC
 /// Forms that equal another are left to the caller to drop.
 fn forms(value: &str) -> Vec<String> {
     let mut out = vec![value.to_owned()];
-    let json = serde_json::to_string(value).unwrap_or_default();
-    let json = json
-        .get(1..json.len().saturating_sub(1))
-        .unwrap_or_default();
+    let json = serde_json::to_string(value).expect("a string serializes");
+    // Inside its quotes, which are one byte each.
+    let json = &json[1..json.len() - 1];
     out.push(ascii_json(json));
     out.push(json.to_owned());
     out.push(utf8_percent_encode(value, UNRESERVED_KEPT).to_string());
@@ -256,6 +293,10 @@ mod tests {
         assert_eq!(format!("{secret:?}"), "[redacted]");
         assert_eq!(format!("{:?}", Some(&secret)), "Some([redacted])");
         assert_eq!(secret.expose(), "hunter2-canary");
+        let url = Url::parse("https://user:hunter2-canary@h/p?k=v").expect("url");
+        let url = SecretUrl::new(url);
+        assert_eq!(format!("{url:?}"), "[redacted]");
+        assert_eq!(url.expose().password(), Some("hunter2-canary"));
         assert_eq!(
             format!("{:?}", of(&["hunter2-canary"])),
             "Scrubber(1 forms)"

@@ -270,6 +270,17 @@ impl fmt::Display for SessionError {
     }
 }
 
+impl std::error::Error for SessionError {
+    /// `Transport` is its inner error, shown as it is, so it passes that error's source on
+    /// rather than name it again. A server's JSON-RPC error is data, not a Rust error.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Transport(e) => e.source(),
+            _ => None,
+        }
+    }
+}
+
 /// Cheap to clone and share between the connector and calls.
 pub(crate) type SharedSession = Arc<Session>;
 

@@ -33,6 +33,8 @@ impl fmt::Display for SseError {
     }
 }
 
+impl std::error::Error for SseError {}
+
 /// Parser state for one stream.
 #[derive(Debug)]
 pub(crate) struct SseParser {

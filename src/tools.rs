@@ -1,6 +1,11 @@
 //! The Pack and its two tools: `get_dynamic_tools` lists servers and their tools,
 //! `call_dynamic_tool` calls one. Both take model-written arguments, so every mistake gets
 //! an error that says what was wrong and what is valid.
+//!
+//! `arguments` owns the two tools' schemas and checks arguments against them; this module
+//! dispatches a checked call and scrubs and caps everything that leaves the Pack.
+
+mod arguments;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,7 +15,7 @@ use std::task::{Context, Poll};
 use runvil_plugin::{
     BoxFuture, Pack, Progress, ProgressSink, StatusReceiver, ToolError, ToolSpec, Unavailable,
 };
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
@@ -22,6 +27,8 @@ use crate::listing::{self, Summary};
 use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR};
 use crate::secret::Scrubber;
 use crate::session::SessionError;
+
+use self::arguments::{CallArguments, ListArguments, Schemas};
 
 const GET_DYNAMIC_TOOLS: &str = "get_dynamic_tools";
 const CALL_DYNAMIC_TOOL: &str = "call_dynamic_tool";
@@ -42,6 +49,8 @@ struct Tools {
     id: String,
     servers: Vec<Arc<Server>>,
     scrubber: Arc<Scrubber>,
+    /// The two tools' published schemas, which their arguments are checked against.
+    schemas: Schemas,
 }
 
 impl McpPack {
@@ -57,6 +66,7 @@ impl McpPack {
                 id,
                 servers,
                 scrubber,
+                schemas: Schemas::new(),
             }),
             runtime,
             board,
@@ -132,16 +142,11 @@ impl Tools {
             })
     }
 
-    fn list(&self, args: &Map<String, Value>) -> Result<String, ToolError> {
-        let namespace = optional_string(args, "namespace")?;
-        let tool_name = optional_string(args, "toolName")?;
-        match (namespace, tool_name) {
-            (None, Some(_)) => Err(ToolError::Invalid(
-                "toolName needs a namespace: pass both, or call with no arguments to list \
-                     the namespaces"
-                    .to_owned(),
-            )),
-            (None, None) => {
+    fn list(&self, args: ListArguments) -> Result<String, ToolError> {
+        let namespace = args.namespace.as_deref();
+        match (namespace, args.tool_name.as_deref()) {
+            // The schema's `dependentRequired` refuses a toolName without a namespace.
+            (None, _) => {
                 let statuses: Vec<Status> = self.servers.iter().map(|s| s.status()).collect();
                 let servers = self.servers.iter().zip(&statuses);
                 let servers = servers.map(|(server, status)| Summary::new(server, status));
@@ -169,33 +174,18 @@ impl Tools {
 
     async fn call_tool(
         &self,
-        mut args: Map<String, Value>,
+        args: CallArguments,
         progress: Option<ProgressSink>,
     ) -> Result<String, ToolError> {
-        let arguments = args.remove("arguments");
-        let namespace = optional_string(&args, "namespace")?.ok_or_else(|| {
-            ToolError::Invalid(
-                "namespace is required: the server's name, as get_dynamic_tools lists it"
-                    .to_owned(),
-            )
-        })?;
-        let tool_name = optional_string(&args, "toolName")?.ok_or_else(|| {
-            ToolError::Invalid(
-                "toolName is required: the tool's name, as get_dynamic_tools lists it".to_owned(),
-            )
-        })?;
-        let arguments = match arguments {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(arguments @ Value::Object(_)) => arguments,
-            Some(_) => return Err(ToolError::Invalid("arguments must be an object".to_owned())),
-        };
+        let (namespace, tool_name) = (args.namespace.as_str(), args.tool_name.as_str());
+        let arguments = Value::Object(args.arguments);
         let server = self.server(namespace)?;
         let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
-        // The server's scrubber cleaned each message; this one knows every server's secrets.
+        // The server's scrubber scrubbed each message; this one knows every server's secrets.
         let progress = progress.map(|sink| {
             let scrubber = Arc::clone(&self.scrubber);
             Arc::new(move |mut notice: Progress| {
-                notice.message = notice.message.map(|m| scrubber.clean(m));
+                notice.message = notice.message.map(|m| scrubber.scrub_owned(m));
                 sink(notice);
             }) as ProgressSink
         });
@@ -234,12 +224,12 @@ impl Tools {
     fn scrub(&self, outcome: Result<String, ToolError>) -> Result<String, ToolError> {
         let s = &self.scrubber;
         match outcome {
-            Ok(text) => Ok(s.clean(text)),
+            Ok(text) => Ok(s.scrub_owned(text)),
             // Scrubbed before it is cut, so no cut can split a secret past the scrubber. A
             // backend error is a tool's own text, capped as results are.
-            Err(ToolError::Invalid(m)) => Err(ToolError::Invalid(capped(s.clean(m)))),
-            Err(ToolError::Backend(m)) => Err(ToolError::Backend(s.clean(m))),
-            Err(ToolError::Transport(m)) => Err(ToolError::Transport(capped(s.clean(m)))),
+            Err(ToolError::Invalid(m)) => Err(ToolError::Invalid(capped(s.scrub_owned(m)))),
+            Err(ToolError::Backend(m)) => Err(ToolError::Backend(s.scrub_owned(m))),
+            Err(ToolError::Transport(m)) => Err(ToolError::Transport(capped(s.scrub_owned(m)))),
             Err(other) => Err(other),
         }
     }
@@ -257,18 +247,22 @@ impl Tools {
             .strip_prefix(self.id.as_str())
             .and_then(|t| t.strip_prefix('/'))
             .unwrap_or_default();
-        let outcome = match arguments_object(which, args, &self.scrubber) {
-            Err(e) => Err(e),
-            Ok(args) => match which {
-                GET_DYNAMIC_TOOLS => self.list(&args),
-                CALL_DYNAMIC_TOOL => self.call_tool(args, progress).await,
-                _ => Err(ToolError::Invalid(format!(
-                    "unknown tool {}; this Pack has {}/{GET_DYNAMIC_TOOLS} and {}/{CALL_DYNAMIC_TOOL}",
-                    quoted(tool, &self.scrubber),
-                    self.id,
-                    self.id
-                ))),
+        let schemas = &self.schemas;
+        let outcome = match which {
+            GET_DYNAMIC_TOOLS => match schemas.list.parse(args, &self.scrubber) {
+                Ok(args) => self.list(args),
+                Err(e) => Err(e),
             },
+            CALL_DYNAMIC_TOOL => match schemas.call.parse(args, &self.scrubber) {
+                Ok(args) => self.call_tool(args, progress).await,
+                Err(e) => Err(e),
+            },
+            _ => Err(ToolError::Invalid(format!(
+                "unknown tool {}; this Pack has {}/{GET_DYNAMIC_TOOLS} and {}/{CALL_DYNAMIC_TOOL}",
+                quoted(tool, &self.scrubber),
+                self.id,
+                self.id
+            ))),
         };
         self.scrub(outcome)
     }
@@ -302,7 +296,7 @@ impl Pack for McpPack {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        let string = |description: &str| json!({"type": "string", "description": description});
+        let schemas = &self.tools.schemas;
         vec![
             ToolSpec {
                 name: format!("{}/{GET_DYNAMIC_TOOLS}", self.tools.id),
@@ -311,14 +305,7 @@ impl Pack for McpPack {
                     tool names. With namespace: that server's tools with descriptions and input \
                     schemas. With namespace and toolName: that one tool. Answers JSON."
                     .to_owned(),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {
-                        "namespace": string("A server's namespace, exactly as listed."),
-                        "toolName": string("A tool's name, exactly as listed; needs namespace."),
-                    },
-                    "additionalProperties": false,
-                }),
+                input_schema: schemas.list.schema.clone(),
             },
             ToolSpec {
                 name: format!("{}/{CALL_DYNAMIC_TOOL}", self.tools.id),
@@ -326,16 +313,7 @@ impl Pack for McpPack {
                     first to find the namespace, the tool's exact name and its input schema; \
                     arguments must match that schema."
                     .to_owned(),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {
-                        "namespace": string("The server's namespace, exactly as listed."),
-                        "toolName": string("The tool's name, exactly as listed."),
-                        "arguments": {"type": "object", "description": "The tool's arguments; {} when omitted."},
-                    },
-                    "required": ["namespace", "toolName"],
-                    "additionalProperties": false,
-                }),
+                input_schema: schemas.call.schema.clone(),
             },
         ]
     }
@@ -384,47 +362,6 @@ impl Pack for McpPack {
         Box::pin(async move {
             let _ = done.await;
         })
-    }
-}
-
-/// The arguments as an object (null is no arguments), with no key the tool does not take.
-fn arguments_object(
-    tool: &str,
-    args: Value,
-    scrubber: &Scrubber,
-) -> Result<Map<String, Value>, ToolError> {
-    let args = match args {
-        Value::Null => Map::new(),
-        Value::Object(args) => args,
-        _ => {
-            return Err(ToolError::Invalid(
-                "the arguments must be a JSON object".to_owned(),
-            ));
-        }
-    };
-    let allowed: &[&str] = match tool {
-        GET_DYNAMIC_TOOLS => &["namespace", "toolName"],
-        CALL_DYNAMIC_TOOL => &["namespace", "toolName", "arguments"],
-        _ => return Ok(args),
-    };
-    if let Some(key) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return Err(ToolError::Invalid(format!(
-            "unknown argument {}; {tool} takes {}",
-            quoted(key, scrubber),
-            allowed.join(", ")
-        )));
-    }
-    Ok(args)
-}
-
-fn optional_string<'a>(
-    args: &'a Map<String, Value>,
-    key: &str,
-) -> Result<Option<&'a str>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ToolError::Invalid(format!("{key} must be a string"))),
     }
 }
 

@@ -11,27 +11,16 @@
 //! SSE events, the content type, error causes), before anything lowercases, escapes, cuts or
 //! logs it: a secret changed by any of those would no longer be found.
 //!
-//! # Connections: keep-alive, unless the server stalls on it
+//! Requests reuse pooled keep-alive connections, unless a server stalls on them: `route`
+//! learns that per server, and says why.
 //!
-//! Requests reuse pooled keep-alive connections: on loopback a new connection per call costs
-//! about 1.5x the latency and more than half the throughput (`cargo run --release -p
-//! build-xtask -- bench`, BENCHMARKS.md). But a server that leaves Nagle's algorithm on
-//! (rmcp's default under `axum::serve`, and many others) writes an SSE answer in two pieces,
-//! the headers with a priming event and then the message. On a connection that just carried
-//! a request and an answer, Linux delays the client's ACK of the first piece (delayed ACK in
-//! "pingpong" mode) and Nagle holds the second piece until that ACK: about 40 ms per call. A
-//! new connection starts in quick-ACK mode and does not stall. reqwest offers no hook to set
-//! `TCP_QUICKACK` on its sockets, so each server gets a [`Route`]: its SSE answers are timed,
-//! and a server whose answers on reused connections keep stalling while answers on new
-//! connections do not is sent every later request on a new connection.
-
 use std::error::Error as _;
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Client, ClientBuilder, RequestBuilder, Response, StatusCode, Url};
+use reqwest::{Client, ClientBuilder, RequestBuilder, Response, StatusCode};
 
 use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
 use crate::config::ServerSpec;
@@ -39,8 +28,13 @@ use crate::policy::{
     CONNECT_TIMEOUT, MAX_AUTHORIZATIONS_PER_REQUEST, MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES,
     MAX_SSE_EVENT_BYTES, redirect_policy,
 };
-use crate::secret::Scrubber;
+use crate::secret::{Scrubber, SecretUrl};
 use crate::sse::{Event, SseError, SseParser};
+
+mod route;
+
+pub(crate) use self::route::Clients;
+use self::route::{Route, Via};
 
 const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -53,20 +47,6 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const JSON_TYPE: &str = "application/json";
 const EVENT_STREAM_TYPE: &str = "text/event-stream";
 
-/// An answer whose first event comes this long after its headers, on a reused connection,
-/// may have met the delayed-ACK stall (Linux delays an ACK by 40 ms at least, 200 ms at
-/// most; other systems up to 500 ms). Shorter is a normal answer; longer is a slow tool.
-const STALL_MIN: Duration = Duration::from_millis(30);
-const STALL_MAX: Duration = Duration::from_millis(500);
-/// A stall counts as evidence when the next answer, on a new connection, takes at most this
-/// fraction of the stalled answer's time: the stall was the connection's, not the server's.
-const PROBE_FRACTION: u32 = 4;
-/// Stalls in a row, each confirmed by a quick answer on a new connection, that move a server
-/// to a new connection per request. Two, so one slow answer followed by a fast one cannot.
-const STALLS_TO_SWITCH: u8 = 2;
-/// At most 2^10 stalls pass between two probes of a server that probes showed to be slow.
-const MAX_PROBE_BACKOFF: u8 = 10;
-
 /// The settings of every HTTP client of the Pack: no redirect, no proxy, no compression
 /// (reqwest's decompression features are off), a connect timeout.
 fn client_builder() -> ClientBuilder {
@@ -77,24 +57,6 @@ fn client_builder() -> ClientBuilder {
         .connect_timeout(CONNECT_TIMEOUT)
         .tcp_nodelay(true)
         .user_agent(concat!("plugin_mcp/", env!("CARGO_PKG_VERSION")))
-}
-
-/// The shared HTTP client every server's transport uses: one connection pool for the Pack.
-pub(crate) fn http_client() -> Result<Client, TransportError> {
-    client_builder()
-        .build()
-        .map_err(|e| TransportError::Send(describe(e)))
-}
-
-/// A client with the same settings that keeps no idle connection, so every request opens
-/// its own: for servers that stall on reused connections (see the module's documentation).
-/// Built once per process on first need, because building a client reads the trust store; it
-/// holds no connection and no per-server state, so sharing it shares nothing between Packs.
-fn fresh_client() -> Option<&'static Client> {
-    static FRESH: OnceLock<Option<Client>> = OnceLock::new();
-    FRESH
-        .get_or_init(|| client_builder().pool_max_idle_per_host(0).build().ok())
-        .as_ref()
 }
 
 /// What a request carries besides the configured headers, once a session exists.
@@ -120,102 +82,18 @@ impl fmt::Debug for SessionHeaders {
 /// The way to one server: its URL and configured headers.
 #[derive(Clone)]
 pub(crate) struct Transport {
-    client: Client,
+    clients: Clients,
     endpoint: Arc<Endpoint>,
 }
 
 struct Endpoint {
-    url: Url,
+    url: SecretUrl,
     headers: HeaderMap,
     route: Route,
     /// This server's secrets, scrubbed from everything it sends.
     scrubber: Arc<Scrubber>,
     /// Its OAuth tokens, when it asks for them and nothing configured authorizes instead.
     auth: Option<Arc<Authorization>>,
-}
-
-/// Which connection a POST takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Via {
-    /// A pooled keep-alive connection (the default).
-    Pooled,
-    /// A new connection, to test whether a stall of this long (request to first event) on a
-    /// pooled one was the connection's doing.
-    Probe(Duration),
-    /// A new connection, for a server that stalls on reused ones.
-    Fresh,
-}
-
-/// One server's choice between pooled and new connections, learned from its SSE answers.
-#[derive(Default)]
-struct Route {
-    state: Mutex<RouteState>,
-}
-
-#[derive(Default)]
-struct RouteState {
-    /// Every request takes a new connection; once set, for the life of the transport.
-    fresh: bool,
-    /// A pooled answer stalled this long; the next POST probes a new connection.
-    stalled: Option<Duration>,
-    /// Stalls in a row confirmed by a probe.
-    confirmed: u8,
-    /// Probes that found the server slow, not the connection. Each doubles the stalls let
-    /// pass before the next probe (up to [`MAX_PROBE_BACKOFF`]), so a server whose tools
-    /// take 30 to 500 ms is seldom sent a new connection (costly over TLS) for nothing.
-    refuted: u8,
-    /// Stalls still to let pass before the next probe.
-    skip: u32,
-}
-
-impl Route {
-    fn state(&self) -> std::sync::MutexGuard<'_, RouteState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn choose(&self) -> Via {
-        let mut state = self.state();
-        if state.fresh {
-            return Via::Fresh;
-        }
-        // Taken by one request; if it never reports, the next stall asks again.
-        match state.stalled.take() {
-            Some(stalled) => Via::Probe(stalled),
-            None => Via::Pooled,
-        }
-    }
-
-    /// Learns from one SSE answer: `gap` from its headers to its first event, `total` from
-    /// the request to its first event.
-    fn observe(&self, via: Via, gap: Duration, total: Duration) {
-        let mut state = self.state();
-        let stalled = (STALL_MIN..=STALL_MAX).contains(&gap);
-        match via {
-            Via::Pooled if stalled && state.skip > 0 => state.skip -= 1,
-            Via::Pooled if stalled => state.stalled = Some(total),
-            Via::Pooled => {
-                // A reused connection answered without stalling: keep pooling.
-                state.stalled = None;
-                state.confirmed = 0;
-            }
-            Via::Probe(before) if !stalled && total <= before / PROBE_FRACTION => {
-                state.confirmed = state.confirmed.saturating_add(1);
-                if state.confirmed >= STALLS_TO_SWITCH {
-                    state.fresh = true;
-                    tracing::debug!(
-                        "the server stalls on reused connections (Nagle with delayed ACK): \
-                         a new connection per request from now on"
-                    );
-                }
-            }
-            Via::Probe(_) => {
-                state.confirmed = 0;
-                state.refuted = state.refuted.saturating_add(1).min(MAX_PROBE_BACKOFF);
-                state.skip = 1 << state.refuted;
-            }
-            Via::Fresh => {}
-        }
-    }
 }
 
 /// When a POST went out and its headers came back, to time its first event.
@@ -269,20 +147,18 @@ impl Transport {
     /// entry authorizes by itself: a configured `Authorization` header, or userinfo in the
     /// URL (which reqwest sends as one).
     pub(crate) fn new(
-        client: Client,
+        clients: Clients,
         spec: &ServerSpec,
         scrubber: Arc<Scrubber>,
         auth: Arc<Authorization>,
-    ) -> Result<Self, TransportError> {
-        // The spec was parsed from this same text, so this cannot fail; if it did, the error
-        // says so without the URL.
-        let url = Url::parse(spec.url.expose()).map_err(|_| TransportError::InvalidUrl)?;
+    ) -> Self {
+        let url = spec.url.clone();
         let headers: HeaderMap = spec.headers.iter().cloned().collect();
         let configured = headers.contains_key(header::AUTHORIZATION)
-            || !url.username().is_empty()
-            || url.password().is_some();
-        Ok(Self {
-            client,
+            || !url.expose().username().is_empty()
+            || url.expose().password().is_some();
+        Self {
+            clients,
             endpoint: Arc::new(Endpoint {
                 url,
                 headers,
@@ -290,7 +166,7 @@ impl Transport {
                 scrubber,
                 auth: (!configured).then_some(auth),
             }),
-        })
+        }
     }
 
     /// The scrubber of this server's secrets, for text about it that did not come through
@@ -309,7 +185,9 @@ impl Transport {
     ) -> HeaderMap {
         let mut headers = self.headers(session, accept);
         let auth = self.endpoint.auth.as_ref();
-        if let Some(presented) = auth.and_then(|a| a.present_now(method, &self.endpoint.url)) {
+        if let Some(presented) =
+            auth.and_then(|a| a.present_now(method, self.endpoint.url.expose()))
+        {
             headers.insert(header::AUTHORIZATION, presented.authorization);
             if let Some(proof) = presented.proof {
                 headers.insert(DPOP, proof);
@@ -346,14 +224,9 @@ impl Transport {
             headers.insert(name.clone(), value.clone());
         }
         let via = self.endpoint.route.choose();
-        let client = match via {
-            Via::Pooled => &self.client,
-            // Without a second client (it could not be built), pooling stays: slower on a
-            // stalling server, never wrong.
-            Via::Probe(_) | Via::Fresh => fresh_client().unwrap_or(&self.client),
-        };
+        let client = self.clients.of(via);
         let request = client
-            .post(self.endpoint.url.clone())
+            .post(self.endpoint.url.expose().clone())
             .headers(headers)
             .body(body);
         let scrubber = &self.endpoint.scrubber;
@@ -418,7 +291,9 @@ impl Transport {
         };
         let mut authorizations = 0;
         loop {
-            let (presented, sent_as) = auth.present(&self.client, "POST", &self.endpoint.url).await;
+            let (presented, sent_as) = auth
+                .present(self.clients.pooled(), "POST", self.endpoint.url.expose())
+                .await;
             // The body is bytes, so the clone shares them.
             let mut attempt = request
                 .try_clone()
@@ -443,7 +318,7 @@ impl Transport {
             authorizations += 1;
             let status = response.status().as_u16();
             drop(response);
-            auth.respond(&self.client, status, &challenge, sent_as)
+            auth.respond(self.clients.pooled(), status, &challenge, sent_as)
                 .await
                 .map_err(|e| TransportError::Auth(scrubbed_auth_error(e, scrubber)))?;
         }
@@ -476,7 +351,11 @@ impl Transport {
         let id = HeaderValue::from_str(last_event_id)
             .map_err(|_| TransportError::Protocol("the server sent an unusable event id"))?;
         headers.insert(LAST_EVENT_ID, id);
-        let request = self.client.get(self.endpoint.url.clone()).headers(headers);
+        let request = self
+            .clients
+            .pooled()
+            .get(self.endpoint.url.expose().clone())
+            .headers(headers);
         let scrubber = &self.endpoint.scrubber;
         let response = checked(sent(request.send().await, scrubber)?)?;
         match content_type(&response, scrubber) {
@@ -494,8 +373,9 @@ impl Transport {
     pub(crate) async fn delete(&self, session: &SessionHeaders) {
         let headers = self.headers_with_token(session, ACCEPT_BOTH, "DELETE");
         let request = self
-            .client
-            .delete(self.endpoint.url.clone())
+            .clients
+            .pooled()
+            .delete(self.endpoint.url.expose().clone())
             .headers(headers);
         if let Ok(response) = request.send().await {
             let _ = read_capped(response, &self.endpoint.scrubber).await;
@@ -533,9 +413,9 @@ fn challenge_of(response: &Response) -> Option<Challenge> {
 /// have quoted one back).
 fn scrubbed_auth_error(error: AuthError, scrubber: &Scrubber) -> AuthError {
     match error {
-        AuthError::Required(e) => AuthError::Required(scrubber.clean(e)),
-        AuthError::Unreachable(e) => AuthError::Unreachable(scrubber.clean(e)),
-        AuthError::Refused(e) => AuthError::Refused(scrubber.clean(e)),
+        AuthError::Required(e) => AuthError::Required(scrubber.scrub_owned(e)),
+        AuthError::Unreachable(e) => AuthError::Unreachable(scrubber.scrub_owned(e)),
+        AuthError::Refused(e) => AuthError::Refused(scrubber.scrub_owned(e)),
     }
 }
 
@@ -545,7 +425,7 @@ fn sent(
     scrubber: &Scrubber,
 ) -> Result<Response, TransportError> {
     // A cause may quote the server (a certificate's names) or name the host.
-    sent.map_err(|e| TransportError::Send(scrubber.clean(describe(e))))
+    sent.map_err(|e| TransportError::Send(scrubber.scrub_owned(describe(e))))
 }
 
 /// The media type of the answer, without parameters, scrubbed: it is shown when it is not
@@ -564,7 +444,7 @@ fn content_type(response: &Response, scrubber: &Scrubber) -> Option<String> {
 /// it goes on unchanged to the parser, which refuses it without quoting it.
 fn scrubbed_body(body: Vec<u8>, scrubber: &Scrubber) -> Vec<u8> {
     match String::from_utf8(body) {
-        Ok(text) => scrubber.clean(text).into_bytes(),
+        Ok(text) => scrubber.scrub_owned(text).into_bytes(),
         Err(not_text) => not_text.into_bytes(),
     }
 }
@@ -605,7 +485,7 @@ async fn read_capped(
 }
 
 fn body_error(e: reqwest::Error, scrubber: &Scrubber) -> TransportError {
-    TransportError::Body(scrubber.clean(describe(e)))
+    TransportError::Body(scrubber.scrub_owned(describe(e)))
 }
 
 /// An SSE answer, read event by event, each event capped.
@@ -643,7 +523,7 @@ impl EventStream {
                         now - timing.sent,
                     );
                 }
-                return Ok(Some(self.scrubber.clean(event.data)));
+                return Ok(Some(self.scrubber.scrub_owned(event.data)));
             }
             let chunk = self.response.chunk().await;
             let Some(chunk) = chunk.map_err(|e| body_error(e, &self.scrubber))? else {
@@ -671,8 +551,6 @@ impl EventStream {
 /// URL or a header value, and the server's text in one was scrubbed as it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum TransportError {
-    /// The configured URL could not be used.
-    InvalidUrl,
     /// The request could not be sent or its answer not received (connect, TLS, reset).
     Send(String),
     /// The body broke off while it was read.
@@ -696,7 +574,6 @@ pub(crate) enum TransportError {
 impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::InvalidUrl => f.write_str("the configured url cannot be used"),
             Self::Send(e) => write!(f, "could not reach the server: {e}"),
             Self::Body(e) => write!(f, "the answer broke off: {e}"),
             Self::Redirect(status) => write!(
@@ -725,6 +602,20 @@ impl fmt::Display for TransportError {
     }
 }
 
+impl std::error::Error for TransportError {
+    /// `Sse` and `Auth` are their inner error, shown as it is, so they pass its source on
+    /// rather than name it again: a report walking the chain would print it twice. `Send`
+    /// and `Body` keep reqwest's error only as text, stripped of the URL ([`describe`]): the
+    /// error itself would carry the URL, and the URL may hold a credential.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Sse(e) => e.source(),
+            Self::Auth(e) => e.source(),
+            _ => None,
+        }
+    }
+}
+
 /// A reqwest error as text, without its URL: the error and each of its causes.
 pub(crate) fn describe(e: reqwest::Error) -> String {
     let e = e.without_url();
@@ -745,81 +636,4 @@ pub(crate) fn describe(e: reqwest::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const QUICK: Duration = Duration::from_micros(400);
-    const STALL: Duration = Duration::from_millis(42);
-
-    /// One pooled answer that stalled, then the probe it asks for, answered quickly.
-    fn stall_then_quick_probe(route: &Route) {
-        assert_eq!(route.choose(), Via::Pooled);
-        route.observe(Via::Pooled, STALL, STALL + QUICK);
-        let probe = route.choose();
-        assert_eq!(probe, Via::Probe(STALL + QUICK));
-        route.observe(probe, QUICK / 2, QUICK);
-    }
-
-    #[test]
-    fn a_server_that_stalls_only_on_reused_connections_gets_new_ones() {
-        let route = Route::default();
-        stall_then_quick_probe(&route);
-        stall_then_quick_probe(&route);
-        assert_eq!(route.choose(), Via::Fresh);
-        route.observe(Via::Fresh, QUICK, QUICK);
-        assert_eq!(route.choose(), Via::Fresh);
-    }
-
-    #[test]
-    fn an_answer_without_a_stall_in_between_keeps_pooling() {
-        let route = Route::default();
-        stall_then_quick_probe(&route);
-        route.observe(Via::Pooled, QUICK, QUICK);
-        stall_then_quick_probe(&route);
-        assert_eq!(route.choose(), Via::Pooled);
-    }
-
-    #[test]
-    fn a_probe_as_slow_as_the_stall_means_a_slow_server_not_a_stall() {
-        let route = Route::default();
-        stall_then_quick_probe(&route);
-        route.observe(Via::Pooled, STALL, STALL);
-        let probe = route.choose();
-        route.observe(probe, STALL, STALL);
-        assert_eq!(route.choose(), Via::Pooled);
-    }
-
-    #[test]
-    fn a_server_found_slow_is_probed_less_and_less() {
-        let route = Route::default();
-        for skipped in [2, 4, 8] {
-            route.observe(Via::Pooled, STALL, STALL);
-            let probe = route.choose();
-            assert!(matches!(probe, Via::Probe(_)));
-            route.observe(probe, STALL, STALL);
-            for _ in 0..skipped {
-                route.observe(Via::Pooled, STALL, STALL);
-                assert_eq!(route.choose(), Via::Pooled);
-            }
-        }
-    }
-
-    #[test]
-    fn a_slow_tool_is_not_a_stall() {
-        let route = Route::default();
-        let slow = Duration::from_secs(2);
-        route.observe(Via::Pooled, slow, slow);
-        assert_eq!(route.choose(), Via::Pooled);
-    }
-
-    #[test]
-    fn only_one_request_probes_a_stall() {
-        let route = Route::default();
-        route.observe(Via::Pooled, STALL, STALL);
-        assert!(matches!(route.choose(), Via::Probe(_)));
-        assert_eq!(route.choose(), Via::Pooled);
-    }
 }

@@ -48,7 +48,12 @@ fn one(entry: Value) -> Result<ServerSpec, String> {
 }
 
 fn url_of(entry: Value) -> String {
-    one(entry).expect("accepted").url.expose().to_owned()
+    one(entry)
+        .expect("accepted")
+        .url
+        .expose()
+        .as_str()
+        .to_owned()
 }
 
 #[test]

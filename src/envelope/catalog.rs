@@ -17,7 +17,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{CheckedTool, Rejected, ToolSet, Untrusted, check_tool, reject};
+use super::tool_check::{check_tool, reject};
+use super::{CheckedTool, Rejected, ToolSet, Untrusted};
 use crate::policy::{MAX_REJECTED_KEPT, MAX_TOOLS_LIST_BYTES, MAX_TOOLS_PER_SERVER};
 
 /// The tools of one server so far, page after page.
@@ -65,9 +66,8 @@ impl Catalog {
 
     /// The checked tools, with the accepted names rendered once for the listing.
     pub(crate) fn finish(self) -> ToolSet {
-        // A list of strings always serializes; null would only ever show an empty server.
         let names_json = serde_json::value::to_raw_value(&self.tools.keys().collect::<Vec<_>>())
-            .unwrap_or_else(|_| RawValue::NULL.to_owned());
+            .expect("a list of strings serializes");
         ToolSet {
             tools: self.tools,
             rejected: self.rejected,

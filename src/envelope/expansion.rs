@@ -53,6 +53,8 @@ impl std::fmt::Display for TooMuch {
     }
 }
 
+impl std::error::Error for TooMuch {}
+
 /// The number of nodes of `schema` with every reference expanded, at most
 /// [`MAX_SCHEMA_EXPANSION`].
 pub(crate) fn expanded_size(schema: &Value) -> Result<u64, TooMuch> {

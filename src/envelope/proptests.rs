@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 
 use super::tests;
 use super::*;
+use crate::policy::MAX_TOOL_NAME_CHARS;
+use std::sync::Arc;
 
 /// Text made to be hostile: any character, plus escape sequences, C0 and C1 controls,
 /// bidirectional overrides, zero-width and other invisible characters, and unusual spaces.

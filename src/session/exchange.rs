@@ -170,7 +170,7 @@ impl Link {
         if let Err(e) = self.transport.send(answer, &outgoing.session).await {
             // The error was scrubbed as it was read; scrubbed again here, so no change to how
             // it was built can let a secret into the log, then escaped.
-            let error = self.transport.scrubber().clean(e.to_string());
+            let error = self.transport.scrubber().scrub_owned(e.to_string());
             tracing::debug!(error = %envelope::log_safe(&error), "could not answer a server request");
         }
     }
@@ -216,7 +216,7 @@ impl<'a> Reporter<'a> {
         }
         self.last = Some(notice.progress);
         let message = notice.message.0.map(|m| {
-            let cleaned = scrubber.clean(envelope::clean_text(&m));
+            let cleaned = scrubber.scrub_owned(envelope::clean_text(&m));
             envelope::truncate(cleaned, MAX_PROGRESS_MESSAGE_CHARS)
         });
         (self.sink)(Progress {

@@ -514,7 +514,7 @@ fn a_schema_is_walked_as_deep_as_the_envelope_allows_and_no_deeper() {
         json!({"properties": {"p": {"type": "string", "x-mcp-header": "P", "x": node}}})
     };
     assert_eq!(
-        crate::envelope::depth(&schema(MAX_SCHEMA_DEPTH)),
+        crate::envelope::tool_check::depth(&schema(MAX_SCHEMA_DEPTH)),
         MAX_SCHEMA_DEPTH
     );
     assert!(ParamHeaders::declare(&schema(MAX_SCHEMA_DEPTH)).is_ok());

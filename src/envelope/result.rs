@@ -1,0 +1,94 @@
+//! Result conversion: what a `tools/call` result, or a JSON-RPC error, becomes for a model.
+//!
+//! Content blocks become text in order (what a model cannot read here, a placeholder), each
+//! cleaned on its own and the whole capped; `structuredContent` is checked against the tool's
+//! output schema before anything of it is shown.
+
+use serde_json::Value;
+
+use super::text::{clean_owned, clean_text, truncate};
+use super::{CheckedTool, Untrusted};
+use crate::policy::{MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS};
+
+/// What a `tools/call` result becomes for a model.
+pub(crate) enum Outcome {
+    /// The tool's text.
+    Text(String),
+    /// The tool reported an error (`isError`), or its result broke its own schema.
+    ToolFailed(String),
+}
+
+/// Converts a `tools/call` result: each content block one piece, in order, joined by a blank
+/// line; a result with no blocks but `structuredContent` gives that JSON. Calls reach it
+/// through [`convert_result`](super::convert_result), which runs it off the runtime's workers.
+pub(crate) fn convert_now(result: Untrusted<Value>, tool: &CheckedTool) -> Outcome {
+    let Untrusted(mut result) = result;
+    let blocks = match result.get_mut("content") {
+        Some(Value::Array(blocks)) => std::mem::take(blocks),
+        _ => Vec::new(),
+    };
+    // Each piece is cleaned on its own, so an escape left open in one cannot swallow the next.
+    let pieces: Vec<String> = blocks
+        .into_iter()
+        .map(|block| clean_owned(block_text(block)))
+        .collect();
+    let structured = result.get("structuredContent");
+    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    if let (false, Some(structured)) = (is_error, structured)
+        && let Err(why) = tool.check_structured(structured)
+    {
+        return Outcome::ToolFailed(why);
+    }
+    let text = match (pieces.len(), structured) {
+        (0, Some(structured)) => clean_owned(structured.to_string()),
+        (1, _) => pieces.into_iter().collect(), // the one piece itself, not a copy
+        _ => pieces.join("\n\n"),
+    };
+    let text = truncate(text, MAX_RESULT_CHARS);
+    if is_error {
+        Outcome::ToolFailed(text)
+    } else {
+        Outcome::Text(text)
+    }
+}
+
+/// What a content block shows: its text, moved out as results can be megabytes, or a
+/// placeholder for what a model cannot read here.
+fn block_text(mut block: Value) -> String {
+    fn str_of<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+        v.get(key).and_then(Value::as_str)
+    }
+    fn take_str(v: &mut Value, key: &str) -> Option<String> {
+        match v.get_mut(key).map(Value::take) {
+            Some(Value::String(text)) => Some(text),
+            _ => None,
+        }
+    }
+    let mime = |v: &Value, default: &str| str_of(v, "mimeType").unwrap_or(default).to_owned();
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => take_str(&mut block, "text").unwrap_or_default(),
+        Some("image") => format!("[image omitted: {}]", mime(&block, "unknown")),
+        Some("audio") => format!("[audio omitted: {}]", mime(&block, "unknown")),
+        Some("resource_link") => {
+            format!("[resource: {}]", str_of(&block, "uri").unwrap_or_default())
+        }
+        Some("resource") => {
+            let mut resource = block
+                .get_mut("resource")
+                .map(Value::take)
+                .unwrap_or_default();
+            take_str(&mut resource, "text").unwrap_or_else(|| {
+                let mime = mime(&resource, "application/octet-stream");
+                format!("[resource omitted: {mime}]")
+            })
+        }
+        Some(other) => format!("[{} omitted]", other.escape_default()),
+        None => "[content omitted]".to_owned(),
+    }
+}
+
+/// The text of a JSON-RPC error a server answered with.
+pub(crate) fn rpc_error_text(code: i64, message: Untrusted<String>) -> String {
+    let message = truncate(clean_text(&message.0), MAX_DESCRIPTION_CHARS);
+    format!("the server answered with error {code}: {message}")
+}

@@ -1,0 +1,313 @@
+//! Tool checks: what a listed tool must be for a model to see it, and what a model's
+//! arguments (or a tool's structured result) must be to pass its schema.
+//!
+//! A tool is accepted with a name a model can type (bounded, from a small alphabet), a cleaned
+//! and capped description and title, and schemas within the policy's bounds on size, depth and
+//! expansion; anything else drops the tool with a reason safe to show. Schemas compile on first
+//! use, offline and with a regex engine that cannot backtrack, and every check is bounded by
+//! [`MAX_VALIDATION_WORK`] so a hostile schema cannot make one call cost the Host seconds.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, OnceLock};
+
+use jsonschema::Validator;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::catalog::{Hints, ListedTool, Object};
+use super::param_headers::ParamHeaders;
+use super::text::{clean_owned, clean_value, log_safe, truncate};
+use super::{chars, expansion};
+use crate::policy::{
+    MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, MAX_TITLE_CHARS,
+    MAX_TOOL_NAME_CHARS, MAX_VALIDATION_WORK, MAX_VIOLATION_CHARS, MAX_VIOLATIONS_IN_ERROR,
+};
+
+/// One server's tools after the envelope: what the listing shows and calls dispatch to.
+#[derive(Debug)]
+pub(crate) struct ToolSet {
+    /// Accepted tools by exact name, in name order.
+    pub(crate) tools: BTreeMap<String, Arc<CheckedTool>>,
+    /// Dropped tools, with a name safe to show and the reason: the first
+    /// [`MAX_REJECTED_KEPT`](crate::policy::MAX_REJECTED_KEPT).
+    pub(crate) rejected: Vec<Rejected>,
+    /// Dropped tools past those kept in `rejected`, only counted.
+    pub(crate) more_rejected: usize,
+    /// The accepted names as a JSON array, rendered once: the listing of every server shows
+    /// them on each call, and 100 servers of 100 tools took milliseconds to build as values.
+    pub(crate) names_json: Box<RawValue>,
+}
+
+/// A tool the envelope let through.
+#[derive(Debug)]
+pub(crate) struct CheckedTool {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    /// Its display name (`title`, else `annotations.title`), cleaned and capped.
+    pub(crate) title: Option<String>,
+    /// Its behaviour hints, when it gave any.
+    pub(crate) hints: Option<Hints>,
+    /// The schema as a model sees it: strings cleaned.
+    pub(crate) shown_schema: Value,
+    /// The output schema as a model sees it, when there is one: strings cleaned.
+    pub(crate) shown_output_schema: Option<Value>,
+    /// The schema as the server sent it, for validation.
+    pub(super) input_schema: Value,
+    pub(super) output_schema: Option<Value>,
+    /// Each schema's size with its references expanded: what checking one value may cost.
+    pub(super) input_expansion: u64,
+    pub(super) output_expansion: u64,
+    /// The arguments its input schema mirrors into `Mcp-Param-*` headers (`x-mcp-header`).
+    pub(crate) param_headers: ParamHeaders,
+    /// Compiled on first use: listing 10,000 tools compiles nothing.
+    pub(super) input_validator: OnceLock<Option<Validator>>,
+    pub(super) output_validator: OnceLock<Option<Validator>>,
+}
+
+/// A tool the envelope dropped, as the listing shows it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Rejected {
+    pub(crate) name: String,
+    pub(crate) reason: String,
+}
+
+pub(super) fn check_tool(tool: ListedTool) -> Result<CheckedTool, Rejected> {
+    let Some(name) = tool.name.0 else {
+        return Err(reject("", "a tool without a string name"));
+    };
+    if name.is_empty() {
+        return Err(reject(&name, "an empty name"));
+    }
+    if name.chars().count() > MAX_TOOL_NAME_CHARS {
+        return Err(reject(
+            &name,
+            &format!("a name longer than {MAX_TOOL_NAME_CHARS} characters"),
+        ));
+    }
+    if let Some(c) = name.chars().find(|&c| !chars::is_name_char(c)) {
+        return Err(reject(
+            &name,
+            &format!(
+                "a name with U+{:04X}; a tool name may hold only A-Z, a-z, 0-9, _, - and .",
+                u32::from(c)
+            ),
+        ));
+    }
+    let (hints, annotations_title) = match tool.annotations.0 {
+        Some(Object(annotations)) => (annotations.hints(), annotations.title.0),
+        None => (None, None),
+    };
+    let shown = |text: String| Some(clean_owned(text)).filter(|t| !t.trim().is_empty());
+    let title = [tool.title.0, annotations_title]
+        .into_iter()
+        .flatten()
+        .find_map(shown);
+    let description = tool
+        .description
+        .0
+        .and_then(shown)
+        .or_else(|| title.clone())
+        .unwrap_or_else(|| name.clone());
+    let description = truncate(description, MAX_DESCRIPTION_CHARS);
+    let title = title.map(|title| truncate(title, MAX_TITLE_CHARS));
+    let input_schema = tool.input_schema.0.unwrap_or(Value::Null);
+    let input_expansion =
+        check_schema(&input_schema).map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
+    let (output_schema, output_expansion) = match tool.output_schema.0 {
+        None | Some(Value::Null) => (None, 0),
+        Some(schema) => {
+            let expansion = check_schema(&schema)
+                .map_err(|why| reject(&name, &format!("outputSchema {why}")))?;
+            (Some(schema), expansion)
+        }
+    };
+    // A tool whose header declarations are invalid is left out, as the 2026-07-28 transport
+    // requires, whatever revision its server speaks: the same tool must not be callable on
+    // one server and refused on another.
+    let param_headers = ParamHeaders::declare(&input_schema)
+        .map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
+    Ok(CheckedTool {
+        shown_schema: clean_value(&input_schema),
+        shown_output_schema: output_schema.as_ref().map(clean_value),
+        name,
+        description,
+        title,
+        hints,
+        input_schema,
+        output_schema,
+        input_expansion,
+        output_expansion,
+        param_headers,
+        input_validator: OnceLock::new(),
+        output_validator: OnceLock::new(),
+    })
+}
+
+pub(super) fn reject(name: &str, reason: &str) -> Rejected {
+    let mut shown: String = name.escape_default().to_string();
+    if shown.chars().count() > MAX_TOOL_NAME_CHARS {
+        shown = truncate(shown, MAX_TOOL_NAME_CHARS);
+    }
+    Rejected {
+        name: shown,
+        reason: reason.to_owned(),
+    }
+}
+
+/// Checks a schema's bounds, and answers its size with its references expanded.
+fn check_schema(schema: &Value) -> Result<u64, String> {
+    if !schema.is_object() {
+        return Err("is not a JSON object".to_owned());
+    }
+    if depth(schema) > MAX_SCHEMA_DEPTH {
+        return Err(format!("is nested deeper than {MAX_SCHEMA_DEPTH} levels"));
+    }
+    let size = serde_json::to_vec(schema)
+        .expect("a JSON value, whose keys are strings, serializes")
+        .len();
+    if size > MAX_SCHEMA_BYTES {
+        return Err(format!("is larger than {MAX_SCHEMA_BYTES} bytes"));
+    }
+    expansion::expanded_size(schema).map_err(|why| why.to_string())
+}
+
+/// Nesting depth: a scalar is 0, `{}` is 1. serde_json parsed it, so it is at most 128.
+pub(super) fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Compiles a server's schema without touching the network or the disk, with a regex engine
+/// that cannot backtrack; `None` when it does not compile.
+fn compile(schema: &Value) -> Option<Validator> {
+    let build = || {
+        jsonschema::options()
+            .offline()
+            .with_pattern_options(jsonschema::PatternOptions::regex())
+            .build(schema)
+    };
+    // A compiler bug must not take the Host down with it.
+    match catch_unwind(AssertUnwindSafe(build)) {
+        Ok(Ok(validator)) => Some(validator),
+        // The compiler's message may quote the schema, which is server text: not logged.
+        Ok(Err(_)) | Err(_) => None,
+    }
+}
+
+impl CheckedTool {
+    /// `arguments` without its top-level nulls at properties the input schema does not list
+    /// as required; `None` when it has none.
+    pub(crate) fn without_optional_nulls(&self, arguments: &Value) -> Option<Value> {
+        let Value::Object(given) = arguments else {
+            return None;
+        };
+        let required = self.input_schema.get("required").and_then(Value::as_array);
+        let optional_null = |key: &str, value: &Value| {
+            value.is_null() && !required.is_some_and(|r| r.iter().any(|k| k == key))
+        };
+        let kept: Map<String, Value> = given
+            .iter()
+            .filter(|(key, value)| !optional_null(key, value))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        (kept.len() < given.len()).then_some(Value::Object(kept))
+    }
+
+    /// Checks a model's arguments against the input schema. A schema that does not compile
+    /// checks nothing: the server will judge the arguments itself. Arguments too large to
+    /// check within [`MAX_VALIDATION_WORK`] are refused, never sent unchecked.
+    pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
+        let Some(validator) = self
+            .input_validator
+            .get_or_init(|| compile(&self.input_schema))
+        else {
+            tracing::debug!(tool = %log_safe(&self.name), "sending arguments unchecked: the input schema did not compile");
+            return Ok(());
+        };
+        if let Err(most) = within_budget(arguments, self.input_expansion) {
+            return Err(format!(
+                "the arguments are too large to check against the input schema of {}: with its \
+                 references expanded it has {} nodes, which allows at most {most} JSON values; \
+                 nothing was sent",
+                self.name, self.input_expansion
+            ));
+        }
+        let violations: Vec<String> = validator
+            .iter_errors(arguments)
+            .take(MAX_VIOLATIONS_IN_ERROR)
+            .map(|e| violation(&e.instance_path().to_string(), &e.to_string()))
+            .collect();
+        if violations.is_empty() {
+            return Ok(());
+        }
+        let text = format!(
+            "the arguments do not match the input schema of {}:\n- {}",
+            self.name,
+            violations.join("\n- ")
+        );
+        Err(truncate(text, MAX_RESULT_CHARS))
+    }
+
+    /// Checks `structuredContent` against the output schema, naming the first failing path.
+    /// Content too large to check within [`MAX_VALIDATION_WORK`] fails: it is not shown
+    /// unchecked.
+    pub(super) fn check_structured(&self, content: &Value) -> Result<(), String> {
+        let Some(schema) = &self.output_schema else {
+            return Ok(());
+        };
+        let Some(validator) = self.output_validator.get_or_init(|| compile(schema)) else {
+            return Ok(());
+        };
+        if let Err(most) = within_budget(content, self.output_expansion) {
+            return Err(format!(
+                "the result's structuredContent is too large to check against the tool's \
+                 outputSchema: with its references expanded it has {} nodes, which allows at \
+                 most {most} JSON values; the result is not shown",
+                self.output_expansion
+            ));
+        }
+        match validator.iter_errors(content).next() {
+            None => Ok(()),
+            Some(e) => Err(format!(
+                "the result's structuredContent does not match the tool's outputSchema at {}",
+                violation(&e.instance_path().to_string(), &e.masked().to_string())
+            )),
+        }
+    }
+}
+
+/// The most JSON values a check against a schema of `expansion` nodes may look at, as
+/// `Err` when `instance` has more.
+pub(super) fn within_budget(instance: &Value, expansion: u64) -> Result<(), u64> {
+    let most = MAX_VALIDATION_WORK / expansion.max(1);
+    // Counted without recursion, and only up to the first value past the budget.
+    let mut values: u64 = 0;
+    let mut pending = vec![instance];
+    while let Some(value) = pending.pop() {
+        values += 1;
+        if values > most {
+            return Err(most);
+        }
+        match value {
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => pending.extend(map.values()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// One schema violation as a model reads it. The instance path can hold a server's keys and
+/// the message its schema's words, so both are cleaned and capped like a result.
+pub(super) fn violation(pointer: &str, message: &str) -> String {
+    let path = if pointer.is_empty() { "/" } else { pointer };
+    truncate(
+        clean_owned(format!("{path}: {message}")),
+        MAX_VIOLATION_CHARS,
+    )
+}
