@@ -1,5 +1,6 @@
 //! One configurable MCP server for everything in this workspace that needs a real one: the
-//! Pack's integration tests, `runvil`'s tests and its `demo`, and the benchmark. It is rmcp's
+//! Pack's integration tests, `runvil`'s tests and its `demo`, and the benchmark's server (many
+//! fixtures in one process, [`ToolSet::Generated`], `nodelay`). It is rmcp's
 //! own Streamable HTTP server (the reference Rust SDK, under `axum::serve` on 127.0.0.1) with
 //! a catalog of tools declared with rmcp's macros, so each of those speaks to the same server
 //! instead of a hand-written copy of its own.
