@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::rmcp_server::{Mode, TestServer};
+use shared_mcp_fixture::{Fixture, Mode};
 use support::wait_until;
 
 /// How long the Pack's sessions and tasks get to end after it is dropped.
@@ -37,14 +37,14 @@ fn rss_kib() -> u64 {
 async fn many_calls_each_get_their_own_answer_and_nothing_is_left_behind() {
     // The servers run on a runtime of their own, so this runtime's task count is the Pack's.
     let server_runtime = tokio::runtime::Runtime::new().expect("server runtime");
-    let servers: Vec<TestServer> = {
+    let servers: Vec<Fixture> = {
         let handle = server_runtime.handle().clone();
         std::thread::spawn(move || {
             handle.block_on(async {
                 let mut servers = Vec::new();
                 for i in 0..SERVERS {
                     let mode = if i % 2 == 0 { Mode::Sse } else { Mode::Json };
-                    servers.push(TestServer::start(mode).await);
+                    servers.push(Fixture::start(mode).await);
                 }
                 servers
             })
@@ -55,7 +55,7 @@ async fn many_calls_each_get_their_own_answer_and_nothing_is_left_behind() {
     let config: serde_json::Map<String, Value> = servers
         .iter()
         .enumerate()
-        .map(|(i, s)| (format!("s{i:02}"), json!({"url": s.url})))
+        .map(|(i, s)| (format!("s{i:02}"), json!({"url": s.url()})))
         .collect();
     let tasks_before = alive_tasks();
     let rss_before = rss_kib();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use support::{Backend, Temp, runvil, runvil_command, text};
+use support::{Temp, backend, config_for, runvil, runvil_command, text};
 
 #[test]
 fn demo_lists_and_calls_a_bundled_server() {
@@ -146,8 +146,8 @@ fn argument_errors_are_clap_s_with_exit_2() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tools_and_call_reach_a_server_and_say_one_summary_line() {
-    let backend = Backend::start().await;
-    let config = backend.config();
+    let backend = backend().await;
+    let config = config_for(&backend);
     let run = |args: &[&str]| {
         let mut args = args.to_vec();
         args.extend(["--config", config.arg()]);
@@ -252,8 +252,8 @@ fn the_longest_wait_overflows_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_during_a_call_cancels_it_on_the_server_and_exits_130() {
-    let backend = Backend::start().await;
-    let config = backend.config();
+    let backend = backend().await;
+    let config = config_for(&backend);
     let child = tokio::process::Command::from(runvil_command(&[
         "call",
         "backend",
@@ -266,7 +266,10 @@ async fn ctrl_c_during_a_call_cancels_it_on_the_server_and_exits_130() {
     .spawn()
     .expect("runvil runs");
     assert!(
-        backend.slow_started(Duration::from_secs(20)).await,
+        backend
+            .wait_slow_started(Duration::from_secs(20))
+            .await
+            .is_some(),
         "the call never reached the server"
     );
     let pid = child.id().expect("a pid").to_string();
@@ -287,11 +290,14 @@ async fn ctrl_c_during_a_call_cancels_it_on_the_server_and_exits_130() {
     );
     assert!(out.stdout.is_empty());
     assert!(
-        backend.slow_cancelled(Duration::from_secs(5)).await,
+        backend
+            .wait_cancelled(Duration::from_secs(5))
+            .await
+            .is_some(),
         "the server never saw the cancellation"
     );
     assert!(
-        !backend.cancel_notified(),
+        backend.cancel_notifications().is_empty(),
         "at 2026-07-28 the closed stream is the cancellation: no notifications/cancelled"
     );
 }
@@ -312,7 +318,7 @@ fn a_piped_stderr_gets_one_summary_line_and_no_warnings() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_debug_log_shows_each_request_and_never_a_value() {
-    let backend = Backend::start().await;
+    let backend = backend().await;
     let config = Temp::config(json!({"backend": {
         "url": backend.url(),
         "headers": {"X-Api-Key": "canary-header-value-42"},

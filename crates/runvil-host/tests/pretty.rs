@@ -6,13 +6,13 @@ mod support;
 
 use serde_json::json;
 
-use support::{Backend, Temp, runvil_command, text};
+use support::{Temp, backend, runvil_command, text};
 
 const SECRET: &str = "canary-secret-77";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn pretty_printing_decodes_no_escape_of_a_result() {
-    let backend = Backend::start().await;
+    let backend = backend().await;
     let config = Temp::config(json!({
         "backend": {"url": backend.url(), "headers": {"X-Token": SECRET}}
     }));

@@ -7,7 +7,7 @@ mod support;
 use std::io::ErrorKind;
 use std::net::TcpListener;
 
-use support::{Backend, runvil_command, text};
+use support::{backend, config_for, runvil_command, text};
 
 /// Every spelling reqwest and curl read; NO_PROXY is removed so that nothing is excepted.
 const PROXY_VARIABLES: [&str; 6] = [
@@ -21,8 +21,8 @@ const PROXY_VARIABLES: [&str; 6] = [
 
 #[tokio::test(flavor = "multi_thread")]
 async fn proxy_variables_are_ignored() {
-    let backend = Backend::start().await;
-    let config = backend.config();
+    let backend = backend().await;
+    let config = config_for(&backend);
     let proxy = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     let proxy_url = format!("http://{}", proxy.local_addr().expect("address"));
 

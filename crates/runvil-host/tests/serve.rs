@@ -13,7 +13,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
-use support::{Backend, Temp, text};
+use support::{Temp, backend, backend_late, config_for, text};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -38,8 +38,8 @@ fn only_text(result: &CallToolResult) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_client_lists_and_calls_through_the_gateway() {
-    let backend = Backend::start().await;
-    let config = backend.config();
+    let backend = backend().await;
+    let config = config_for(&backend);
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_runvil"));
     command
         .args(["serve", "--config", config.arg()])
@@ -230,8 +230,8 @@ fn read_until_answer(stdout: &mut impl BufRead, id: i64) -> Vec<Value> {
 async fn a_call_made_at_once_waits_for_its_server_and_forwards_its_progress() {
     // The server answers nothing for a second: a call the gateway did not hold would be told
     // "backend is not ready: its status is loading".
-    let backend = Backend::start_late(Duration::from_secs(1)).await;
-    let config = backend.config();
+    let backend = backend_late(Duration::from_secs(1)).await;
+    let config = config_for(&backend);
     let path = config.arg().to_owned();
     let (mut child, mut stdin, mut stdout) = tokio::task::spawn_blocking(move || {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runvil"))

@@ -1,7 +1,7 @@
 //! A server that lists poisoned tools: each is dropped or cleaned exactly as the envelope
 //! promises, and the server's other tools keep working.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

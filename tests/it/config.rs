@@ -2,7 +2,7 @@
 //! entry parsed on its own, refused entries shown as `error` with their reason, valid ones as
 //! `loading` until their task runs.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 

@@ -3,7 +3,7 @@
 //! modern request, the version retry, the fallback to the handshake (decided once),
 //! `input_required`, and cancellation by closing the response stream.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,7 +2,7 @@
 //! entries kept, and the length of every text a model reads (listings and errors), each
 //! bounded by the policy and each cut or refusal said in the text itself.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Wire rules checked against the hostile server: redirects refused, sessions restarted once,
 //! server requests on a stream answered, resumption, and caps that hold.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Building the Pack does no I/O: its tasks connect only once the Host's runtime runs them.
 
-mod support;
+use crate::support;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;

@@ -2,7 +2,7 @@
 //! calls that run on the lent runtime whatever polls them, progress of a call, and a shutdown
 //! that ends every call and session before it completes.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};

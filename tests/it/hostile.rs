@@ -1,7 +1,7 @@
 //! The hostile-server matrix: each misbehaviour ends in a clear outcome within its documented
 //! deadline, never a panic or a hang, and never affects the other servers of the Pack.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,6 +1,6 @@
 //! The Pack against a real MCP server: rmcp, the reference Rust SDK, in this process.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +8,8 @@ use std::time::Duration;
 use runvil_plugin::{Pack, ToolError};
 use serde_json::{Value, json};
 
-use support::rmcp_server::{
-    ECHO_DESCRIPTION, Mode, PAGED_TOOL_NAMES, TOOL_NAMES, TestServer, echo_schema,
+use shared_mcp_fixture::{
+    ECHO_DESCRIPTION, Fixture, Mode, PAGED_TOOL_NAMES, TOOL_NAMES, ToolSet, echo_schema,
 };
 use support::{call, list, pack, settled, status, wait_for};
 
@@ -17,8 +17,8 @@ use support::{call, list, pack, settled, status, wait_for};
 const READY: Duration = Duration::from_secs(10);
 
 /// A Pack with one server, `s`, at `server`, once it is ready.
-async fn ready_pack(server: &TestServer) -> Arc<dyn Pack> {
-    let pack = pack(json!({"s": {"url": server.url}}));
+async fn ready_pack(server: &Fixture) -> Arc<dyn Pack> {
+    let pack = pack(json!({"s": {"url": server.url()}}));
     wait_for(&pack, "s", "ready", READY).await;
     pack
 }
@@ -53,8 +53,8 @@ fn names(tools: &Value) -> Vec<&str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn loading_while_the_handshake_is_held_then_ready() {
-    let server = TestServer::start_held(Mode::Sse).await;
-    let pack = pack(json!({"s": {"url": server.url}}));
+    let server = Fixture::builder().mode(Mode::Sse).held().start().await;
+    let pack = pack(json!({"s": {"url": server.url()}}));
     // Give the connector time to reach the server and wait on the handshake.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let entry = status(&pack, "s").await;
@@ -79,14 +79,18 @@ async fn a_server_that_comes_up_late_becomes_ready() {
     let reason = entry["reason"].as_str().expect("a reason");
     assert!(reason.contains("could not reach the server"), "{reason}");
 
-    let _server = TestServer::start_at(Mode::Sse, port).await;
+    let _server = Fixture::builder().mode(Mode::Sse).port(port).start().await;
     let entry = wait_for(&pack, "late", "ready", Duration::from_secs(15)).await;
     assert_eq!(names(&entry["tools"]), TOOL_NAMES);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_tools_across_pages() {
-    let server = TestServer::start_paged(Mode::Sse).await;
+    let server = Fixture::builder()
+        .tools(ToolSet::Paged)
+        .mode(Mode::Sse)
+        .start()
+        .await;
     let pack = ready_pack(&server).await;
     let entry = status(&pack, "s").await;
     assert_eq!(names(&entry["tools"]), PAGED_TOOL_NAMES);
@@ -101,7 +105,7 @@ async fn lists_tools_across_pages() {
 }
 
 async fn every_content_type(mode: Mode) {
-    let server = TestServer::start(mode).await;
+    let server = Fixture::start(mode).await;
     let pack = ready_pack(&server).await;
     let cases = [
         ("echo", json!({"text": "hello there"}), "hello there"),
@@ -138,18 +142,18 @@ async fn every_content_type_over_json() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_error_is_a_backend_error() {
-    let server = TestServer::start(Mode::Sse).await;
+    let server = Fixture::start(Mode::Sse).await;
     let pack = ready_pack(&server).await;
     assert_eq!(
         call(&pack, "s", "fails", json!({})).await,
-        Err(ToolError::Backend("it broke".to_owned()))
+        Err(ToolError::Backend("the disk is full".to_owned()))
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_json_rpc_error_is_a_backend_error() {
     for mode in [Mode::Sse, Mode::Json] {
-        let server = TestServer::start(mode).await;
+        let server = Fixture::start(mode).await;
         let pack = ready_pack(&server).await;
         match call(&pack, "s", "rpc_error", json!({})).await {
             Err(ToolError::Backend(message)) => {
@@ -163,7 +167,7 @@ async fn a_json_rpc_error_is_a_backend_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_one_namespace_and_one_tool() {
-    let server = TestServer::start(Mode::Sse).await;
+    let server = Fixture::start(Mode::Sse).await;
     let pack = ready_pack(&server).await;
     let want_echo = json!({
         "name": "echo",
@@ -190,8 +194,8 @@ async fn lists_one_namespace_and_one_tool() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mistakes_get_errors_a_model_can_act_on() {
-    let server = TestServer::start(Mode::Sse).await;
-    let pack = pack(json!({"beta": {"url": server.url}, "alpha": {"url": server.url}}));
+    let server = Fixture::start(Mode::Sse).await;
+    let pack = pack(json!({"beta": {"url": server.url()}, "alpha": {"url": server.url()}}));
     wait_for(&pack, "alpha", "ready", READY).await;
     wait_for(&pack, "beta", "ready", READY).await;
 
@@ -258,8 +262,8 @@ async fn mistakes_get_errors_a_model_can_act_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calling_a_loading_server_says_it_is_loading() {
-    let server = TestServer::start_held(Mode::Sse).await;
-    let pack = pack(json!({"s": {"url": server.url}}));
+    let server = Fixture::builder().mode(Mode::Sse).held().start().await;
+    let pack = pack(json!({"s": {"url": server.url()}}));
     let message = invalid(
         call(&pack, "s", "echo", json!({"text": "hi"}))
             .await
@@ -277,7 +281,7 @@ async fn calling_a_loading_server_says_it_is_loading() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_call_cancels_it_on_the_server() {
-    let server = TestServer::start(Mode::Sse).await;
+    let server = Fixture::start(Mode::Sse).await;
     let pack = ready_pack(&server).await;
 
     // The call is dropped ~300 ms after the server started it, as a Host drops an
@@ -312,7 +316,7 @@ async fn dropping_a_call_cancels_it_on_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn starts_a_new_session_when_the_server_forgets_it() {
-    let server = TestServer::start(Mode::Sse).await;
+    let server = Fixture::start(Mode::Sse).await;
     let pack = ready_pack(&server).await;
     assert_eq!(
         call(&pack, "s", "echo", json!({"text": "one"})).await,
@@ -336,7 +340,7 @@ async fn starts_a_new_session_when_the_server_forgets_it() {
 }
 
 async fn echo_and_add(mode: Mode) {
-    let server = TestServer::start(mode).await;
+    let server = Fixture::start(mode).await;
     let pack = ready_pack(&server).await;
     assert_eq!(
         call(&pack, "s", "echo", json!({"text": "over the wire"})).await,
@@ -364,7 +368,7 @@ async fn echo_and_add_over_json() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_calls_each_get_their_own_answer() {
-    let server = TestServer::start(Mode::Sse).await;
+    let server = Fixture::start(Mode::Sse).await;
     let pack = ready_pack(&server).await;
     let calls = (0..8).map(|i| {
         let pack = Arc::clone(&pack);

@@ -3,7 +3,7 @@
 //! the server runs on a runtime of its own, whose clock keeps going, so the paused clock
 //! cannot stop it from reading the call.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

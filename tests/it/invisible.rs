@@ -3,7 +3,7 @@
 //! its visible sentence, a secret split by invisible characters is still scrubbed, and tool
 //! names hold only the characters the MCP specification recommends.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,0 +1,36 @@
+//! One configurable MCP server for everything in this workspace that needs a real one: the
+//! Pack's integration tests, `runvil`'s tests and its `demo`, and the benchmark's server (many
+//! fixtures in one process, [`ToolSet::Generated`], `nodelay`). It is rmcp's
+//! own Streamable HTTP server (the reference Rust SDK, under `axum::serve` on 127.0.0.1) with
+//! a catalog of tools declared with rmcp's macros, so each of those speaks to the same server
+//! instead of a hand-written copy of its own.
+//!
+//! ```no_run
+//! # async fn example() {
+//! use shared_mcp_fixture::{Fixture, Mode, ToolSet};
+//! let server = Fixture::builder().tools(ToolSet::Paged).mode(Mode::Json).held().start().await;
+//! let pack = shared_mcp_fixture::pack(serde_json::json!({"paged": {"url": server.url()}}));
+//! server.release();
+//! let entry = shared_mcp_fixture::settled(&pack, "paged", std::time::Duration::from_secs(10)).await;
+//! # }
+//! ```
+//!
+//! - `tools.rs`: the tools; `handler.rs`: what the server lists and speaks, its handshake gate;
+//! - `server.rs`: the builder and the running server; `recorder.rs`: what it saw;
+//! - `pack.rs` (feature `pack`): building the Pack through `install`, and waiting for a server
+//!   to settle.
+
+#![forbid(unsafe_code)]
+
+mod handler;
+#[cfg(feature = "pack")]
+mod pack;
+mod recorder;
+mod server;
+mod tools;
+
+pub use handler::{PAGED_TOOL_NAMES, Revisions, TOOL_NAMES, ToolSet, echo_schema};
+#[cfg(feature = "pack")]
+pub use pack::{pack, pack_with, settled, status, try_pack, wait_for};
+pub use server::{Answers, Builder, Fixture, Mode};
+pub use tools::ECHO_DESCRIPTION;
