@@ -1,19 +1,21 @@
 //! `cargo run -p build-xtask -- audit`: writes `audit/dependencies.md`, the inventory of every
 //! crate in `plugin_mcp`'s dependency tree with its version, license and why it is there.
 //!
-//! The graph is `cargo tree --package plugin_mcp --edges normal,build` for
-//! [`TARGET_PLATFORM`] (dev-dependencies never ship), and each crate's license, source and
-//! kind come from `cargo metadata`. Not `cargo metadata`'s own `resolve.nodes`: those unify the
-//! features of the whole workspace (build-xtask's and the tests' too) and list optional
-//! dependencies that only a weak feature (`dep?/feature`) names, which cargo never builds
-//! (rust-lang/cargo#10801); walked from `plugin_mcp`, they add crates such as quinn that are
-//! not in its tree. `cargo tree` resolves features for `plugin_mcp` alone, as a Host that
-//! depends on it gets them.
+//! The graph is `cargo tree --package plugin_mcp` for [`TARGET_PLATFORM`] (dev-dependencies
+//! never ship), printed with `--prefix depth` so each line is `<depth><name> v<version>`; each
+//! crate's license, source and description come from `cargo metadata`. Not `cargo metadata`'s
+//! own `resolve.nodes`: those unify the features of the whole workspace (build-xtask's and the
+//! tests' too) and list optional dependencies that only a weak feature (`dep?/feature`) names,
+//! which cargo never builds (rust-lang/cargo#10801); walked from `plugin_mcp`, they add crates
+//! such as quinn that are not in its tree. `cargo tree` resolves features for `plugin_mcp`
+//! alone, as a Host that depends on it gets them. Two trees are read: normal and build edges
+//! (everything that is built), and normal edges only, which without the proc macros' subtrees
+//! is what is linked into the Pack (`--prefix depth` does not mark build edges).
 //!
 //! A direct dependency's reason is its line in `policy/deps.allow`; a transitive one's is the
-//! direct dependencies that pull it in. [`parse_cargo_tree`], [`inventory`] and [`render`] are
-//! pure functions, so the output is sorted and byte-for-byte reproducible: rerunning the
-//! command on an unchanged `Cargo.lock` gives no diff, and `audit --check` (also run by
+//! direct dependencies that pull it in. [`parse_tree`], [`inventory`] and [`render`] are pure
+//! functions, so the output is sorted and byte-for-byte reproducible: rerunning the command on
+//! an unchanged `Cargo.lock` gives no diff, and `audit --check` (also run by
 //! `cargo test -p build-xtask`) fails when the file is out of date.
 
 // A command whose output (one summary line) is its result.
@@ -24,10 +26,11 @@ use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
 
-use serde_json::Value;
+use cargo_metadata::{Metadata, Package};
 
-use crate::dependency_policy::{ALLOW_LISTED_PACKAGE, workspace_member_ids};
-use crate::workspace::{self, DEPS_ALLOW_PATH, TARGET_PLATFORM, run_cargo};
+use crate::dependency_policy::ALLOW_LISTED_PACKAGE;
+use crate::deps_allow::{self, DepsAllow};
+use crate::workspace::{self, TARGET_PLATFORM, run_cargo};
 
 /// The inventory, relative to the workspace root.
 pub const INVENTORY_PATH: &str = "audit/dependencies.md";
@@ -68,171 +71,129 @@ pub struct Entry {
 /// A crate of the graph: `(name, version)`.
 pub type Key = (String, String);
 
-/// Whether an edge of the graph is a normal or a build dependency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum EdgeKind {
-    /// `[dependencies]`.
-    Normal,
-    /// `[build-dependencies]`.
-    Build,
-}
-
-/// The dependency graph of one package, as `cargo tree` resolves it.
+/// One package's tree as `cargo tree --prefix depth --format {p}` prints it.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct DependencyGraph {
+pub struct Tree {
     /// The package the tree starts from.
     pub root: Key,
-    /// Every edge: `(dependent, dependency, kind)`, each once.
-    pub edges: BTreeSet<(Key, Key, EdgeKind)>,
+    /// Every edge, `(dependent, dependency)`, each once.
+    pub edges: BTreeSet<(Key, Key)>,
+    /// The crates marked `(proc-macro)`.
+    pub proc_macros: BTreeSet<Key>,
 }
 
-/// Parses the output of `cargo tree --prefix indent --charset ascii --format {p}` for one
-/// package (see [`CARGO_TREE_ARGS`]): one crate a line, indented four characters a level,
-/// `[build-dependencies]` lines opening the build dependencies of the crate above them, and
-/// `(*)` marking a crate whose dependencies were already listed.
-pub fn parse_cargo_tree(text: &str) -> Result<DependencyGraph, String> {
-    let mut graph = DependencyGraph::default();
-    // For each depth, the crate last seen there and the kind of the edges its children get.
-    let mut stack: Vec<(Key, EdgeKind)> = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        let number = index + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let offset = line
-            .find(|c: char| !matches!(c, '|' | ' ' | '-' | '`'))
+/// Parses `cargo tree --prefix depth --format {p}`: one crate a line, `<depth><name>
+/// v<version>` and markers such as `(proc-macro)`, `(*)` (dependencies listed above) or a
+/// path, each line's parent being the nearest line above it one level up.
+pub fn parse_tree(text: &str) -> Result<Tree, String> {
+    let mut tree = Tree::default();
+    let mut stack: Vec<Key> = Vec::new();
+    for (index, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let error = |what: &str| format!("cargo tree line {}: {what}: {line}", index + 1);
+        let digits = line
+            .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(line.len());
-        if !offset.is_multiple_of(4) {
-            return Err(format!(
-                "cargo tree line {number} is not indented by levels: {line}"
-            ));
+        let depth: usize = line[..digits].parse().map_err(|_| error("no depth"))?;
+        let mut words = line[digits..].split_whitespace();
+        let name = words.next().unwrap_or_default();
+        let version = words.next().and_then(|word| word.strip_prefix('v'));
+        let key: Key = (
+            name.to_owned(),
+            version
+                .ok_or_else(|| error("not `name vVERSION`"))?
+                .to_owned(),
+        );
+        if words.any(|word| word == "(proc-macro)") {
+            tree.proc_macros.insert(key.clone());
         }
-        let depth = offset / 4;
-        let content = &line[offset..];
-        if content.starts_with('[') {
-            // `[build-dependencies]` at the depth of its crate.
-            let kind = match content.trim() {
-                "[build-dependencies]" => EdgeKind::Build,
-                "[dependencies]" => EdgeKind::Normal,
-                other => return Err(format!("cargo tree line {number}: unexpected {other}")),
-            };
-            stack.truncate(depth + 1);
-            if stack.len() != depth + 1 {
-                return Err(format!("cargo tree line {number}: {content} has no crate"));
+        match (depth, stack.len()) {
+            (0, 0) => tree.root = key.clone(),
+            (0, _) => return Err(error("a second root")),
+            (depth, levels) if depth > levels => return Err(error("skips a level")),
+            (depth, _) => {
+                stack.truncate(depth);
+                let parent = stack.last().cloned().unwrap_or_default();
+                tree.edges.insert((parent, key.clone()));
             }
-            if let Some(last) = stack.last_mut() {
-                last.1 = kind;
-            }
-            continue;
         }
-        let mut words = content.split_whitespace();
-        let name = words.next().unwrap_or("");
-        let version = words
-            .next()
-            .and_then(|word| word.strip_prefix('v'))
-            .ok_or_else(|| format!("cargo tree line {number} is not `name vVERSION`: {line}"))?;
-        let key: Key = (name.to_owned(), version.to_owned());
-        if depth == 0 {
-            if !stack.is_empty() {
-                return Err(format!("cargo tree line {number}: a second root {name}"));
-            }
-            graph.root = key.clone();
-        } else {
-            stack.truncate(depth);
-            let Some((parent, kind)) = stack.last() else {
-                return Err(format!("cargo tree line {number}: {name} has no parent"));
-            };
-            if stack.len() != depth {
-                return Err(format!("cargo tree line {number}: {name} skips a level"));
-            }
-            graph.edges.insert((parent.clone(), key.clone(), *kind));
-        }
-        stack.truncate(depth);
-        stack.push((key, EdgeKind::Normal));
+        stack.push(key);
     }
-    if graph.root.0.is_empty() {
+    if tree.root.0.is_empty() {
         return Err("cargo tree printed no crate".to_owned());
     }
-    Ok(graph)
+    Ok(tree)
 }
 
-/// Every crate in the tree of `graph` (the root excluded), sorted by name and version, its
-/// details from `metadata` (the `cargo metadata` JSON) and its direct reasons from
-/// `deps_allow` (the text of `policy/deps.allow`).
+/// Every crate of `built` (the normal and build tree; the root excluded), sorted by name and
+/// version: linked if `normal` (the normal-only tree) reaches it without going through a proc
+/// macro, its details from `metadata` and its direct reasons from `allowed`.
 pub fn inventory(
-    graph: &DependencyGraph,
-    metadata: &Value,
-    deps_allow: &str,
+    built: &Tree,
+    normal: &Tree,
+    metadata: &Metadata,
+    allowed: &DepsAllow,
 ) -> Result<Vec<Entry>, String> {
-    let packages: BTreeMap<(&str, &str), &Value> = metadata
-        .get("packages")
-        .and_then(Value::as_array)
-        .ok_or("cargo metadata has no `packages`")?
+    let packages: BTreeMap<(&str, String), &Package> = metadata
+        .packages
         .iter()
-        .map(|package| ((text(package, "name"), text(package, "version")), package))
+        .map(|package| {
+            (
+                (package.name.as_str(), package.version.to_string()),
+                package,
+            )
+        })
         .collect();
-    let members = workspace_member_ids(metadata)?;
     let package = |key: &Key| {
         packages
-            .get(&(key.0.as_str(), key.1.as_str()))
+            .get(&(key.0.as_str(), key.1.clone()))
             .copied()
             .ok_or_else(|| format!("{} {} is not in cargo metadata", key.0, key.1))
     };
-    let is_member = |package: &Value| members.contains(text(package, "id"));
-    let reasons = allow_list_reasons(deps_allow);
-
-    let mut children: BTreeMap<&Key, Vec<(&Key, EdgeKind)>> = BTreeMap::new();
-    for (from, to, kind) in &graph.edges {
-        children.entry(from).or_default().push((to, *kind));
-    }
-    // Proc macros run in the compiler: neither they nor what they use is linked.
-    let mut proc_macros: BTreeSet<&Key> = BTreeSet::new();
-    for (_, to, _) in &graph.edges {
-        if is_proc_macro(package(to)?) {
-            proc_macros.insert(to);
-        }
-    }
-    let direct: Vec<&Key> = children
-        .get(&graph.root)
-        .into_iter()
-        .flatten()
-        .map(|(key, _)| *key)
+    let is_member = |package: &Package| metadata.workspace_members.contains(&package.id);
+    let direct: Vec<&Key> = built
+        .edges
+        .iter()
+        .filter(|(from, _)| *from == built.root)
+        .map(|(_, to)| to)
         .collect();
-    let everything = reachable(&children, vec![&graph.root], None);
-    let linked = reachable(&children, vec![&graph.root], Some(&proc_macros));
+    let everything = reachable(built, &built.root, &BTreeSet::new());
+    let linked = reachable(normal, &normal.root, &normal.proc_macros);
     // For each crate, the direct dependencies whose own trees contain it.
     let mut pulled_in_by: BTreeMap<&Key, BTreeSet<&str>> = BTreeMap::new();
     for &dependency in &direct {
-        for key in reachable(&children, vec![dependency], None) {
+        for key in reachable(built, dependency, &BTreeSet::new()) {
             if key != dependency {
-                pulled_in_by
-                    .entry(key)
-                    .or_default()
-                    .insert(dependency.0.as_str());
+                pulled_in_by.entry(key).or_default().insert(&dependency.0);
             }
         }
     }
-
     let mut entries = Vec::new();
-    for key in everything {
-        if *key == graph.root {
-            continue;
-        }
+    for key in everything.into_iter().filter(|key| **key != built.root) {
         let details = package(key)?;
         let via: Vec<&str> = pulled_in_by
             .get(key)
-            .map(|names| names.iter().copied().collect())
-            .unwrap_or_default();
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
         let why = if direct.contains(&key) {
             let reason = if is_member(details) {
                 format!(
                     "direct; workspace crate: {} (governed by the plugin_family_deps check)",
-                    text(details, "description").trim_end_matches('.')
+                    details
+                        .description
+                        .as_deref()
+                        .unwrap_or("")
+                        .trim_end_matches('.')
                 )
-            } else if let Some(reason) = reasons.get(key.0.as_str()) {
-                format!("direct: {reason}")
+            } else if let Some(entry) = allowed.entries.get(&key.0) {
+                format!("direct: {}", entry.reason)
             } else {
-                format!("direct, **not listed in {DEPS_ALLOW_PATH}**")
+                format!("direct, **not listed in {}**", deps_allow::PATH)
             };
             if via.is_empty() {
                 reason
@@ -246,7 +207,14 @@ pub fn inventory(
             name: key.0.clone(),
             version: key.1.clone(),
             license: license(details),
-            source: source(details, is_member(details)),
+            source: match &details.source {
+                None if is_member(details) => "workspace".to_owned(),
+                None => "path".to_owned(),
+                Some(source) if CRATES_IO_SOURCES.contains(&source.repr.as_str()) => {
+                    "crates.io".to_owned()
+                }
+                Some(source) => source.repr.clone(),
+            },
             used: if linked.contains(key) {
                 Use::Linked
             } else {
@@ -261,23 +229,14 @@ pub fn inventory(
     Ok(entries)
 }
 
-/// Every crate reachable from `starts` (included) in `children`; with `linked_only`, only
-/// along normal edges and never into one of those proc macros.
-fn reachable<'k>(
-    children: &BTreeMap<&'k Key, Vec<(&'k Key, EdgeKind)>>,
-    starts: Vec<&'k Key>,
-    linked_only: Option<&BTreeSet<&'k Key>>,
-) -> BTreeSet<&'k Key> {
-    let mut seen: BTreeSet<&Key> = starts.iter().copied().collect();
-    let mut queue = starts;
+/// Every crate of `tree` reachable from `start` (included), never entering one of `skipped`.
+fn reachable<'k>(tree: &'k Tree, start: &'k Key, skipped: &BTreeSet<Key>) -> BTreeSet<&'k Key> {
+    let mut seen = BTreeSet::from([start]);
+    let mut queue = vec![start];
     while let Some(key) = queue.pop() {
-        for &(child, kind) in children.get(key).into_iter().flatten() {
-            if let Some(proc_macros) = linked_only
-                && (kind == EdgeKind::Build || proc_macros.contains(child))
-            {
-                continue;
-            }
-            if seen.insert(child) {
+        let children = tree.edges.iter().filter(|(from, _)| from == key);
+        for (_, child) in children {
+            if !skipped.contains(child) && seen.insert(child) {
                 queue.push(child);
             }
         }
@@ -285,71 +244,19 @@ fn reachable<'k>(
     seen
 }
 
-fn is_proc_macro(package: &Value) -> bool {
-    package
-        .get("targets")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|target| target.get("kind").and_then(Value::as_array))
-        .flatten()
-        .any(|kind| kind.as_str() == Some("proc-macro"))
-}
-
-fn text<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-fn license(package: &Value) -> String {
-    match (
-        package.get("license").and_then(Value::as_str),
-        package.get("license_file").and_then(Value::as_str),
-    ) {
-        (Some(license), _) => license.to_owned(),
-        (None, Some(file)) => format!(
-            "see its {}",
-            Path::new(file)
-                .file_name()
-                .map(|name| name.to_string_lossy().into_owned())
-                .unwrap_or_else(|| file.to_owned())
-        ),
+fn license(package: &Package) -> String {
+    match (&package.license, &package.license_file) {
+        (Some(license), _) => license.clone(),
+        (None, Some(file)) => format!("see its {}", file.file_name().unwrap_or(file.as_str())),
         (None, None) => "none declared".to_owned(),
-    }
-}
-
-fn source(package: &Value, member: bool) -> String {
-    match package.get("source").and_then(Value::as_str) {
-        None if member => "workspace".to_owned(),
-        None => "path".to_owned(),
-        Some(source) if CRATES_IO_SOURCES.contains(&source) => "crates.io".to_owned(),
-        Some(source) => source.to_owned(),
     }
 }
 
 /// Sorts `1.10.0` after `1.9.0`: the numeric parts, then the whole text.
 fn version_key(version: &str) -> (Vec<u64>, &str) {
     let release = version.split(['-', '+']).next().unwrap_or(version);
-    (
-        release
-            .split('.')
-            .map(|part| part.parse().unwrap_or(0))
-            .collect(),
-        version,
-    )
-}
-
-/// `crate → reason` from the text of `policy/deps.allow` (the format the policy check
-/// enforces: `name # reason`).
-fn allow_list_reasons(deps_allow: &str) -> BTreeMap<&str, &str> {
-    deps_allow
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .filter_map(|line| {
-            let (name, reason) = line.split_once('#')?;
-            Some((name.trim(), reason.trim()))
-        })
-        .collect()
+    let parts = release.split('.').map(|part| part.parse().unwrap_or(0));
+    (parts.collect(), version)
 }
 
 /// The Markdown of `audit/dependencies.md` for `entries`.
@@ -376,12 +283,13 @@ pub fn render(entries: &[Entry]) -> String {
          (its normal and build dependencies and theirs, with the features {ALLOW_LISTED_PACKAGE} \
          itself enables; dev-dependencies never ship and are left out), with each crate's \
          license from `cargo metadata`. A direct dependency's reason is its line \
-         in `{DEPS_ALLOW_PATH}`; a transitive one is \"via\" the direct dependencies that pull \
+         in `{}`; a transitive one is \"via\" the direct dependencies that pull \
          it in. *linked* crates are compiled into the Pack; *build* crates only run while it is \
          built (build scripts, proc macros and what they use). The licenses are as each crate \
          declares them; `deny.toml` holds the allow list that `cargo deny check licenses` \
          enforces.\n\n\
          **{} crates**: {direct} direct, {} linked, {} build time only.\n\n",
+        deps_allow::PATH,
         entries.len(),
         count(Use::Linked),
         count(Use::BuildTime),
@@ -422,40 +330,36 @@ fn escape(cell: &str) -> String {
 
 /// The inventory of the real workspace at `root`, rendered.
 pub fn generate(root: &Path) -> Result<(String, Vec<Entry>), String> {
-    let graph = parse_cargo_tree(&cargo_tree(root)?)?;
-    if graph.root.0 != ALLOW_LISTED_PACKAGE {
+    let built = parse_tree(&cargo_tree(root, "normal,build")?)?;
+    let normal = parse_tree(&cargo_tree(root, "normal")?)?;
+    if built.root.0 != ALLOW_LISTED_PACKAGE {
         return Err(format!(
             "cargo tree started from {}, not {ALLOW_LISTED_PACKAGE}",
-            graph.root.0
+            built.root.0
         ));
     }
     let metadata = workspace::cargo_metadata(root)?;
-    let deps_allow = workspace::read_deps_allow(root)?;
-    let entries = inventory(&graph, &metadata, &deps_allow)?;
+    let entries = inventory(&built, &normal, &metadata, &DepsAllow::read(root)?)?;
     Ok((render(&entries), entries))
 }
 
-/// The arguments of the `cargo tree` run [`parse_cargo_tree`] reads (`--offline` aside).
-pub const CARGO_TREE_ARGS: [&str; 14] = [
-    "tree",
-    "--package",
-    ALLOW_LISTED_PACKAGE,
-    "--edges",
-    "normal,build",
-    "--target",
-    TARGET_PLATFORM,
-    "--prefix",
-    "indent",
-    "--charset",
-    "ascii",
-    "--format",
-    "{p}",
-    "--locked",
-];
-
-/// Runs `cargo tree` ([`CARGO_TREE_ARGS`]) in `root`.
-fn cargo_tree(root: &Path) -> Result<String, String> {
-    String::from_utf8(run_cargo(root, &CARGO_TREE_ARGS)?)
+/// `cargo tree` of [`ALLOW_LISTED_PACKAGE`] along `edges`, as [`parse_tree`] reads it.
+fn cargo_tree(root: &Path, edges: &str) -> Result<String, String> {
+    let args = [
+        "tree",
+        "--package",
+        ALLOW_LISTED_PACKAGE,
+        "--edges",
+        edges,
+        "--target",
+        TARGET_PLATFORM,
+        "--prefix",
+        "depth",
+        "--format",
+        "{p}",
+        "--locked",
+    ];
+    String::from_utf8(run_cargo(root, &args)?)
         .map_err(|error| format!("cargo tree printed invalid UTF-8: {error}"))
 }
 
@@ -527,81 +431,82 @@ pub fn command(args: &[String]) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dependency_policy::tests::{metadata, package};
     use serde_json::json;
 
     const REGISTRY: &str = "registry+https://github.com/rust-lang/crates.io-index";
 
-    /// `cargo tree` output for a crafted tree: serde's proc macro and ring's build script are
-    /// build time; tokio is reached three ways; `(*)` repeats a crate listed above.
-    const TREE: &str = "\
-plugin_mcp v0.1.0 (/ws)
-|-- reqwest v1.0.0
-|   |-- bytes v1.0.0
-|   |-- ring v1.0.0
-|   |   `-- untrusted v1.0.0
-|   |   [build-dependencies]
-|   |   `-- cc v1.0.0
-|   |       `-- shlex v1.0.0
-|   `-- tokio v1.0.0
-|       `-- bytes v1.0.0
-|-- runvil-plugin v0.1.0 (/ws/crates/runvil-plugin)
-|   `-- tokio v1.0.0 (*)
-|-- serde v1.0.0
-|   `-- serde_derive v1.0.0 (proc-macro)
-|       `-- syn v2.0.0
-`-- tokio v1.0.0 (*)
+    /// `cargo tree -e normal,build` for a crafted tree: serde's proc macro and ring's build
+    /// script are build time; tokio is reached three ways; `(*)` repeats a crate listed above.
+    const BUILT: &str = "\
+0plugin_mcp v0.1.0 (/ws)
+1reqwest v1.0.0
+2bytes v1.0.0
+2ring v1.0.0
+3untrusted v1.0.0
+3cc v1.0.0
+4shlex v1.0.0
+2tokio v1.0.0
+3bytes v1.0.0
+1runvil-plugin v0.1.0 (/ws/crates/runvil-plugin)
+2tokio v1.0.0 (*)
+1serde v1.0.0
+2serde_derive v1.0.0 (proc-macro)
+3syn v2.0.0
+1tokio v1.0.0 (*)
 ";
 
-    /// Metadata with a package for each `(name, version, license, proc macro?)`; the
-    /// workspace members are plugin_mcp and runvil-plugin.
-    fn metadata(packages: &[(&str, &str, Option<&str>, bool)]) -> Value {
-        let members = ["plugin_mcp", "runvil-plugin"];
-        let packages: Vec<Value> = packages
-            .iter()
-            .map(|(name, version, license, proc_macro)| {
-                let member = members.contains(name);
-                json!({
-                    "name": name,
-                    "version": version,
-                    "id": format!("{name}@{version}"),
-                    "license": license,
-                    "license_file": if license.is_none() { json!("../LICENSE-MIT") } else { Value::Null },
-                    "description": format!("the {name} crate."),
-                    "source": if member { Value::Null } else { json!(REGISTRY) },
-                    "targets": [{ "kind": [if *proc_macro { "proc-macro" } else { "lib" }] }],
-                })
-            })
-            .collect();
-        json!({
-            "packages": packages,
-            "workspace_members": ["plugin_mcp@0.1.0", "runvil-plugin@0.1.0"],
-        })
+    /// The same with `-e normal`: ring's build dependency is gone.
+    fn normal() -> String {
+        BUILT.replace("3cc v1.0.0\n4shlex v1.0.0\n", "")
     }
 
-    fn sample() -> Value {
-        metadata(&[
-            ("plugin_mcp", "0.1.0", Some("MIT"), false),
-            ("reqwest", "1.0.0", Some("MIT OR Apache-2.0"), false),
-            ("bytes", "1.0.0", Some("MIT"), false),
-            ("ring", "1.0.0", Some("Apache-2.0 AND ISC"), false),
-            ("untrusted", "1.0.0", Some("ISC"), false),
-            ("cc", "1.0.0", Some("MIT OR Apache-2.0"), false),
-            ("shlex", "1.0.0", None, false),
-            ("tokio", "1.0.0", Some("MIT"), false),
-            ("runvil-plugin", "0.1.0", Some("MIT OR Apache-2.0"), false),
-            ("serde", "1.0.0", Some("MIT OR Apache-2.0"), false),
-            ("serde_derive", "1.0.0", Some("MIT OR Apache-2.0"), true),
-            ("syn", "2.0.0", Some("MIT OR Apache-2.0"), false),
+    /// Metadata with a package for each `(name, version, license)`.
+    fn sample(packages: &[(&str, &str, Option<&str>)]) -> Metadata {
+        let members = ["plugin_mcp", "runvil-plugin"];
+        let json = packages.iter().map(|(name, version, license)| {
+            let member = members.contains(name);
+            let extra = json!({
+                "license": license,
+                "license_file": license.is_none().then_some("../LICENSE-MIT"),
+                "description": format!("the {name} crate."),
+            });
+            package(name, version, (!member).then_some(REGISTRY), extra)
+        });
+        metadata(json.collect(), &members)
+    }
+
+    fn full() -> Metadata {
+        sample(&[
+            ("plugin_mcp", "0.1.0", Some("MIT")),
+            ("reqwest", "1.0.0", Some("MIT OR Apache-2.0")),
+            ("bytes", "1.0.0", Some("MIT")),
+            ("ring", "1.0.0", Some("Apache-2.0 AND ISC")),
+            ("untrusted", "1.0.0", Some("ISC")),
+            ("cc", "1.0.0", Some("MIT OR Apache-2.0")),
+            ("shlex", "1.0.0", None),
+            ("tokio", "1.0.0", Some("MIT")),
+            ("runvil-plugin", "0.1.0", Some("MIT OR Apache-2.0")),
+            ("serde", "1.0.0", Some("MIT OR Apache-2.0")),
+            ("serde_derive", "1.0.0", Some("MIT OR Apache-2.0")),
+            ("syn", "2.0.0", Some("MIT OR Apache-2.0")),
             // In the metadata but not in the tree (a dev-dependency, a weak optional one).
-            ("quinn", "1.0.0", Some("MIT"), false),
+            ("quinn", "1.0.0", Some("MIT")),
         ])
     }
 
-    const ALLOW: &str = "# header\nreqwest # HTTP client\nserde # derive\ntokio # runtime\n";
+    fn allow() -> DepsAllow {
+        DepsAllow::parse("# header\nreqwest # HTTP client\nserde # derive\ntokio # runtime\n")
+    }
+
+    fn entries_with(metadata: &Metadata, allowed: &DepsAllow) -> Result<Vec<Entry>, String> {
+        let built = parse_tree(BUILT).expect("tree");
+        let normal = parse_tree(&normal()).expect("tree");
+        inventory(&built, &normal, metadata, allowed)
+    }
 
     fn entries() -> Vec<Entry> {
-        let graph = parse_cargo_tree(TREE).expect("tree");
-        inventory(&graph, &sample(), ALLOW).expect("inventory")
+        entries_with(&full(), &allow()).expect("inventory")
     }
 
     fn row<'a>(entries: &'a [Entry], name: &str) -> &'a Entry {
@@ -611,48 +516,44 @@ plugin_mcp v0.1.0 (/ws)
             .unwrap_or_else(|| panic!("{name} missing from {entries:#?}"))
     }
 
-    fn key(name: &str, version: &str) -> Key {
+    fn key(name: &str) -> Key {
+        let version = if name.contains("plugin") {
+            "0.1.0"
+        } else {
+            "1.0.0"
+        };
         (name.to_owned(), version.to_owned())
     }
 
     #[test]
-    fn the_tree_text_becomes_edges_with_their_kinds() {
-        let graph = parse_cargo_tree(TREE).expect("tree");
-        assert_eq!(graph.root, key("plugin_mcp", "0.1.0"));
-        assert_eq!(graph.edges.len(), 14, "{:#?}", graph.edges);
-        for (from, to, kind) in [
-            ("ring", "untrusted", EdgeKind::Normal),
-            ("ring", "cc", EdgeKind::Build),
-            ("cc", "shlex", EdgeKind::Normal),
-            ("reqwest", "tokio", EdgeKind::Normal),
-            ("runvil-plugin", "tokio", EdgeKind::Normal),
-            ("plugin_mcp", "tokio", EdgeKind::Normal),
+    fn the_tree_text_becomes_edges() {
+        let tree = parse_tree(BUILT).expect("tree");
+        assert_eq!(tree.root, key("plugin_mcp"));
+        assert_eq!(tree.edges.len(), 14, "{:#?}", tree.edges);
+        for (from, to) in [
+            ("ring", "cc"),
+            ("cc", "shlex"),
+            ("reqwest", "tokio"),
+            ("runvil-plugin", "tokio"),
+            ("plugin_mcp", "tokio"),
         ] {
-            let version = |name: &str| {
-                if name == "runvil-plugin" || name == "plugin_mcp" {
-                    "0.1.0"
-                } else {
-                    "1.0.0"
-                }
-            };
-            let edge = (key(from, version(from)), key(to, version(to)), kind);
-            assert!(graph.edges.contains(&edge), "{edge:?}");
+            assert!(tree.edges.contains(&(key(from), key(to))), "{from} -> {to}");
         }
+        assert_eq!(tree.proc_macros, BTreeSet::from([key("serde_derive")]));
     }
 
     #[test]
     fn malformed_tree_text_is_an_error() {
         for (text, error) in [
             ("", "cargo tree printed no crate"),
-            ("a v1\n  b v1\n", "not indented by levels"),
-            ("a v1\n|   |-- b v1\n", "skips a level"),
-            ("a v1\n|-- b\n", "is not `name vVERSION`"),
-            ("a v1\nb v1\n", "a second root"),
-            ("a v1\n|-- [weird-dependencies]\n", "unexpected"),
+            ("a v1\n", "no depth"),
+            ("0a v1\n2b v1\n", "skips a level"),
+            ("0a v1\n1b\n", "not `name vVERSION`"),
+            ("0a v1\n0b v1\n", "a second root"),
         ] {
-            match parse_cargo_tree(text) {
+            match parse_tree(text) {
                 Err(message) => assert!(message.contains(error), "{text:?}: {message}"),
-                Ok(graph) => panic!("{text:?} parsed: {graph:?}"),
+                Ok(tree) => panic!("{text:?} parsed: {tree:?}"),
             }
         }
     }
@@ -727,8 +628,8 @@ plugin_mcp v0.1.0 (/ws)
 
     #[test]
     fn an_unlisted_direct_dependency_is_flagged() {
-        let graph = parse_cargo_tree(TREE).expect("tree");
-        let entries = inventory(&graph, &sample(), "tokio # runtime\n").expect("inventory");
+        let entries =
+            entries_with(&full(), &DepsAllow::parse("tokio # runtime\n")).expect("inventory");
         assert_eq!(
             row(&entries, "reqwest").why,
             "direct, **not listed in policy/deps.allow**"
@@ -737,10 +638,8 @@ plugin_mcp v0.1.0 (/ws)
 
     #[test]
     fn a_crate_missing_from_the_metadata_is_an_error() {
-        let graph = parse_cargo_tree(TREE).expect("tree");
-        assert!(inventory(&graph, &json!({}), ALLOW).is_err());
-        let partial = metadata(&[("reqwest", "1.0.0", Some("MIT"), false)]);
-        match inventory(&graph, &partial, ALLOW) {
+        let partial = sample(&[("reqwest", "1.0.0", Some("MIT"))]);
+        match entries_with(&partial, &allow()) {
             Err(error) => assert!(
                 error.ends_with(" 1.0.0 is not in cargo metadata"),
                 "{error}"
@@ -753,13 +652,10 @@ plugin_mcp v0.1.0 (/ws)
     fn rendering_is_sorted_and_repeatable() {
         let first = render(&entries());
         // The order of the metadata's packages does not matter.
-        let mut reversed = sample();
-        if let Some(packages) = reversed["packages"].as_array_mut() {
-            packages.reverse();
-        }
-        let graph = parse_cargo_tree(TREE).expect("tree");
+        let mut reversed = full();
+        reversed.packages.reverse();
         assert_eq!(
-            render(&inventory(&graph, &reversed, ALLOW).expect("inventory")),
+            render(&entries_with(&reversed, &allow()).expect("inventory")),
             first
         );
         assert!(first.contains("**11 crates**: 4 direct, 7 linked, 4 build time only."));

@@ -2,19 +2,19 @@
 //!
 //! A Host reaches a Plugin only through the Plugin contract (`runvil-plugin`), which `install`
 //! hands over; anything else `plugin_mcp` exported would become an API that Hosts could couple
-//! to. This check reads the crate root's text rather than compiling it, so it stays simple:
+//! to. The sources are parsed with `syn`, not compiled:
 //!
-//! - it looks only at `src/lib.rs`: items inside private modules (the other files) cannot be
-//!   reached from outside, and a `pub` on them is already flagged by the workspace lint
-//!   `unreachable_pub`; a private module re-exported with `pub use` is caught here;
-//! - every plain `pub` in `src/lib.rs` counts, not only items (a `pub` field or an item of an
-//!   inline module counts too): restricted visibility (`pub(crate)`, `pub(super)`,
-//!   `pub(self)`, `pub(in path)`) is fine;
+//! - only `src/lib.rs` is searched for `pub`: items of the other files sit in private modules
+//!   and cannot be reached from outside (a `pub` on them is flagged by the workspace lint
+//!   `unreachable_pub`); a private module re-exported with `pub use` is caught here;
+//! - every plain `pub` in `src/lib.rs` counts, on an item, a field, a variant's field or an
+//!   item of an inline module; restricted visibility (`pub(crate)`, `pub(super)`, `pub(in
+//!   path)`) is fine;
 //! - `#[macro_export]` is looked for in every file under `src/`, since an exported macro is
-//!   public wherever it is defined;
-//! - before scanning, comments (`//` line comments, which include the `///` and `//!` doc
-//!   comments, and `/* */` block comments), string literals (plain, byte, C and raw) and char
-//!   literals are blanked out, so a `pub` in prose or in a string does not count.
+//!   public wherever it is defined.
+
+use syn::visit::{self, Visit};
+use syn::{Attribute, Item, ItemFn, Visibility};
 
 /// One source file: its path relative to the package root (with `/`), and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,193 +29,108 @@ pub struct SourceFile {
 pub const CRATE_ROOT: &str = "src/lib.rs";
 
 /// Returns a violation for every plain `pub` in `src/lib.rs` other than `pub fn install`, and
-/// for every `#[macro_export]` in any of `files`. `files` are the `.rs` files under `src/`
-/// (see [`SourceFile::path`]); a missing `src/lib.rs` is a violation too.
+/// for every `#[macro_export]` in any of `files` (the `.rs` files under `src/`). A missing
+/// `src/lib.rs`, or a file that does not parse, is a violation too.
 pub fn only_install_is_public(files: &[SourceFile]) -> Vec<String> {
     let mut violations = Vec::new();
-    match files.iter().find(|file| file.path == CRATE_ROOT) {
-        None => violations.push(format!("plugin_mcp has no {CRATE_ROOT} to check")),
-        Some(lib) => {
-            let blanked = blank_comments_and_literals(&lib.text);
-            let tokens = tokens(&blanked);
-            for (index, token) in tokens.iter().enumerate() {
-                if token.text != "pub" {
-                    continue;
-                }
-                let next = |offset: usize| tokens.get(index + offset).map_or("", |t| t.text);
-                if next(1) == "(" || (next(1) == "fn" && next(2) == "install") {
-                    continue;
-                }
-                violations.push(format!(
-                    "{CRATE_ROOT}:{}: `pub {} {}` is public; plugin_mcp may make only \
-                     `pub fn install` public (use `pub(crate)` or no `pub`)",
-                    token.line,
-                    next(1),
-                    next(2)
-                ));
-            }
-        }
+    if !files.iter().any(|file| file.path == CRATE_ROOT) {
+        violations.push(format!("plugin_mcp has no {CRATE_ROOT} to check"));
     }
     for file in files {
-        for token in tokens(&blank_comments_and_literals(&file.text)) {
-            if token.text == "macro_export" {
-                violations.push(format!(
-                    "{}:{}: `#[macro_export]` makes a macro public; plugin_mcp exports only \
-                     `pub fn install`",
-                    file.path, token.line
-                ));
+        let parsed = match syn::parse_file(&file.text) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                violations.push(format!("{}: does not parse as Rust: {error}", file.path));
+                continue;
             }
+        };
+        let mut finder = Finder {
+            crate_root: file.path == CRATE_ROOT,
+            ..Finder::default()
+        };
+        finder.visit_file(&parsed);
+        violations.extend(finder.public.into_iter().map(|item| {
+            format!(
+                "{}: {item} is public; plugin_mcp may make only `pub fn install` public (use \
+                 `pub(crate)` or no `pub`)",
+                file.path
+            )
+        }));
+        if finder.macro_exports > 0 {
+            violations.push(format!(
+                "{}: `#[macro_export]` makes a macro public; plugin_mcp exports only `pub fn \
+                 install`",
+                file.path
+            ));
         }
     }
     violations
 }
 
-/// A word (identifier or keyword) or a single punctuation character, with its 1-based line.
-#[derive(Debug, PartialEq, Eq)]
-struct Token<'a> {
-    text: &'a str,
-    line: usize,
+/// Walks one file, noting each plain `pub` (in the crate root) by the item it is in.
+#[derive(Default)]
+struct Finder {
+    crate_root: bool,
+    /// The innermost item being walked, as `pub` findings name it.
+    item: String,
+    public: Vec<String>,
+    macro_exports: usize,
 }
 
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// Splits (already blanked) source into words and single punctuation characters.
-fn tokens(source: &str) -> Vec<Token<'_>> {
-    let mut found = Vec::new();
-    let mut line = 1;
-    let mut word_start: Option<usize> = None;
-    for (at, c) in source.char_indices() {
-        if is_word_char(c) {
-            word_start.get_or_insert(at);
-            continue;
+impl<'ast> Visit<'ast> for Finder {
+    fn visit_item(&mut self, item: &'ast Item) {
+        let outer = std::mem::replace(&mut self.item, describe(item));
+        // `pub macro` (macros 2.0) is not parsed into an item with a visibility.
+        if let Item::Verbatim(tokens) = item
+            && self.crate_root
+            && tokens.to_string().starts_with("pub ")
+        {
+            self.public.push(self.item.clone());
         }
-        if let Some(start) = word_start.take() {
-            found.push(Token {
-                text: &source[start..at],
-                line,
-            });
-        }
-        if c == '\n' {
-            line += 1;
-        } else if !c.is_whitespace() {
-            found.push(Token {
-                text: &source[at..at + c.len_utf8()],
-                line,
-            });
-        }
+        visit::visit_item(self, item);
+        self.item = outer;
     }
-    if let Some(start) = word_start {
-        found.push(Token {
-            text: &source[start..],
-            line,
-        });
-    }
-    found
-}
 
-/// Replaces comments, string literals and char literals with spaces, keeping newlines (so line
-/// numbers stay right) and everything else as it was. Lifetimes and labels (`'a`) are kept.
-fn blank_comments_and_literals(source: &str) -> String {
-    let chars: Vec<char> = source.chars().collect();
-    let mut out = String::with_capacity(source.len());
-    let blank = |out: &mut String, c: char| out.push(if c == '\n' { '\n' } else { ' ' });
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                blank(&mut out, chars[i]);
-                i += 1;
-            }
-        } else if c == '/' && next == Some('*') {
-            // Block comments nest in Rust.
-            let mut depth = 0_usize;
-            while i < chars.len() {
-                let pair = (chars[i], chars.get(i + 1).copied());
-                if pair == ('/', Some('*')) {
-                    depth += 1;
-                    out.push_str("  ");
-                    i += 2;
-                } else if pair == ('*', Some('/')) {
-                    depth -= 1;
-                    out.push_str("  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    blank(&mut out, chars[i]);
-                    i += 1;
-                }
-            }
-        } else if is_word_char(c) {
-            // A whole word, so that an `r` or `b` inside an identifier is never a prefix.
-            let start = i;
-            while i < chars.len() && is_word_char(chars[i]) {
-                i += 1;
-            }
-            let word: String = chars[start..i].iter().collect();
-            let hashes = chars[i..].iter().take_while(|&&h| h == '#').count();
-            if matches!(word.as_str(), "r" | "br" | "cr") && chars.get(i + hashes) == Some(&'"') {
-                // Raw string: ends at a `"` followed by the same number of `#`.
-                let mut end = i + hashes + 1;
-                while end < chars.len()
-                    && !(chars[end] == '"'
-                        && chars[end + 1..].iter().take_while(|&&h| h == '#').count() >= hashes)
-                {
-                    end += 1;
-                }
-                end = (end + 1 + hashes).min(chars.len());
-                for &skipped in &chars[start..end] {
-                    blank(&mut out, skipped);
-                }
-                i = end;
-            } else {
-                out.push_str(&word);
-            }
-        } else if c == '"' {
-            blank(&mut out, c);
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                if chars[i] == '\\' {
-                    blank(&mut out, chars[i]);
-                    i += 1;
-                }
-                if let Some(&escaped) = chars.get(i) {
-                    blank(&mut out, escaped);
-                    i += 1;
-                }
-            }
-            if i < chars.len() {
-                blank(&mut out, chars[i]);
-                i += 1;
-            }
-        } else if c == '\'' && next == Some('\\') {
-            // Escaped char literal such as '\'' or '\u{1F600}': skip the escaped character,
-            // then up to the closing quote.
-            let mut end = (i + 3).min(chars.len());
-            while end < chars.len() && chars[end] != '\'' {
-                end += 1;
-            }
-            end = (end + 1).min(chars.len());
-            for &skipped in &chars[i..end] {
-                blank(&mut out, skipped);
-            }
-            i = end;
-        } else if c == '\'' && chars.get(i + 2) == Some(&'\'') {
-            // One-character literal such as '"'.
-            out.push_str("   ");
-            i += 3;
+    fn visit_item_fn(&mut self, function: &'ast ItemFn) {
+        let plain_install = function.sig.ident == "install" && function.sig.asyncness.is_none();
+        if plain_install && matches!(function.vis, Visibility::Public(_)) {
+            // The one public item: only what is inside it is looked at.
+            visit::visit_block(self, &function.block);
         } else {
-            // Any other character, including the `'` of a lifetime or label.
-            out.push(c);
-            i += 1;
+            visit::visit_item_fn(self, function);
         }
     }
-    out
+
+    fn visit_visibility(&mut self, visibility: &'ast Visibility) {
+        if self.crate_root && matches!(visibility, Visibility::Public(_)) {
+            self.public.push(self.item.clone());
+        }
+    }
+
+    fn visit_attribute(&mut self, attribute: &'ast Attribute) {
+        if attribute.path().is_ident("macro_export") {
+            self.macro_exports += 1;
+        }
+    }
+}
+
+/// `` `struct Config` ``, `` `fn helper` ``, ...: the item's kind and name.
+fn describe(item: &Item) -> String {
+    let (kind, name) = match item {
+        Item::Const(item) => ("const", item.ident.to_string()),
+        Item::Enum(item) => ("enum", item.ident.to_string()),
+        Item::Fn(item) => ("fn", item.sig.ident.to_string()),
+        Item::Mod(item) => ("mod", item.ident.to_string()),
+        Item::Static(item) => ("static", item.ident.to_string()),
+        Item::Struct(item) => ("struct", item.ident.to_string()),
+        Item::Trait(item) => ("trait", item.ident.to_string()),
+        Item::Type(item) => ("type", item.ident.to_string()),
+        Item::Union(item) => ("union", item.ident.to_string()),
+        Item::Use(_) => ("use", String::new()),
+        Item::Impl(_) => ("impl", String::new()),
+        _ => ("item", String::new()),
+    };
+    format!("`{}`", format!("{kind} {name}").trim_end())
 }
 
 #[cfg(test)]
@@ -252,7 +167,8 @@ macro_rules! local { () => {} }
         let mut files = lib(CLEAN_LIB);
         files.push(SourceFile {
             path: "src/client.rs".to_owned(),
-            text: "// no #[macro_export] here\npub(crate) fn connect() {}\n".to_owned(),
+            text: "// no #[macro_export] here\npub(crate) fn connect() {}\npub fn x() {}\n"
+                .to_owned(),
         });
         assert_eq!(only_install_is_public(&files), Vec::<String>::new());
     }
@@ -260,37 +176,54 @@ macro_rules! local { () => {} }
     #[test]
     fn every_kind_of_public_item_is_reported() {
         let kinds = [
-            "fn helper() {}",
-            "mod client;",
-            "use client::Client;",
-            "struct Config;",
-            "enum Mode { A }",
-            "const LIMIT: usize = 1;",
-            "static NAME: &str = \"x\";",
-            "type Alias = u8;",
-            "trait Tool {}",
-            "macro m() {}",
-            "async fn install() {}",
+            ("fn helper() {}", "`fn helper`"),
+            ("mod client;", "`mod client`"),
+            ("use client::Client;", "`use`"),
+            ("struct Config;", "`struct Config`"),
+            ("enum Mode { A }", "`enum Mode`"),
+            ("const LIMIT: usize = 1;", "`const LIMIT`"),
+            ("static NAME: &str = \"x\";", "`static NAME`"),
+            ("type Alias = u8;", "`type Alias`"),
+            ("trait Tool {}", "`trait Tool`"),
+            ("macro m() {}", "`item`"),
+            ("async fn install() {}", "`fn install`"),
+            ("union U { a: u8 }", "`union U`"),
         ];
-        for item in kinds {
+        for (item, named) in kinds {
             let text = format!("pub fn install() {{}}\npub {item}\n");
             let violations = only_install_is_public(&lib(&text));
             assert_eq!(violations.len(), 1, "{item}: {violations:?}");
             assert!(
-                violations[0].starts_with("src/lib.rs:2: `pub "),
+                violations[0].starts_with(&format!("src/lib.rs: {named} is public")),
                 "{violations:?}"
             );
         }
     }
 
     #[test]
+    fn public_fields_and_items_of_inline_modules_are_reported() {
+        let text = "pub fn install() {}\nstruct S { pub a: u8 }\nmod m { pub fn f() {} }\n\
+                    impl S { pub fn g(&self) {} }\n";
+        let violations = only_install_is_public(&lib(text));
+        let named: Vec<&str> = violations
+            .iter()
+            .map(|v| v.split(" is public").next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "src/lib.rs: `struct S`",
+                "src/lib.rs: `fn f`",
+                "src/lib.rs: `impl`"
+            ]
+        );
+    }
+
+    #[test]
     fn only_exactly_install_is_allowed() {
         let violations = only_install_is_public(&lib("pub fn install_all() {}\n"));
         assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(
-            violations[0].contains("`pub fn install_all`"),
-            "{violations:?}"
-        );
+        assert!(violations[0].contains("`fn install_all`"), "{violations:?}");
     }
 
     #[test]
@@ -302,24 +235,17 @@ macro_rules! local { () => {} }
         });
         let violations = only_install_is_public(&files);
         assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(violations[0].starts_with("src/client/macros.rs:2: `#[macro_export]`"));
+        assert!(violations[0].starts_with("src/client/macros.rs: `#[macro_export]`"));
     }
 
     #[test]
-    fn missing_crate_root_is_reported() {
-        let violations = only_install_is_public(&[]);
+    fn missing_crate_root_and_unparsable_files_are_reported() {
         assert_eq!(
-            violations,
-            vec!["plugin_mcp has no src/lib.rs to check".to_owned()]
+            only_install_is_public(&[]),
+            ["plugin_mcp has no src/lib.rs to check"]
         );
-    }
-
-    #[test]
-    fn blanking_keeps_code_lines_and_lifetimes() {
-        let source = "a /* x\ny */ b // c\n\"s\\\"t\" 'q' '\\n' &'a r#\"z\"# br\"w\" d";
-        let blanked = blank_comments_and_literals(source);
-        let words: Vec<&str> = tokens(&blanked).iter().map(|t| t.text).collect();
-        assert_eq!(words, ["a", "b", "&", "'", "a", "d"]);
-        assert_eq!(blanked.lines().count(), source.lines().count());
+        let violations = only_install_is_public(&lib("pub fn install( {}\n"));
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].starts_with("src/lib.rs: does not parse as Rust"));
     }
 }
