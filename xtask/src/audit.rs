@@ -1,19 +1,20 @@
 //! `cargo run -p build-xtask -- audit`: writes `audit/dependencies.md`, the inventory of every
 //! crate in `plugin_mcp`'s dependency tree with its version, license and why it is there.
 //!
-//! The graph is `cargo tree --package plugin_mcp` for [`TARGET_PLATFORM`] (dev-dependencies
-//! never ship), printed with `--prefix depth` so each line is `<depth><name> v<version>`; each
-//! crate's license, source and description come from `cargo metadata`. Not `cargo metadata`'s
-//! own `resolve.nodes`: those unify the features of the whole workspace (build-xtask's and the
-//! tests' too) and list optional dependencies that only a weak feature (`dep?/feature`) names,
-//! which cargo never builds (rust-lang/cargo#10801); walked from `plugin_mcp`, they add crates
-//! such as quinn that are not in its tree. `cargo tree` resolves features for `plugin_mcp`
-//! alone, as a Host that depends on it gets them. Two trees are read: normal and build edges
-//! (everything that is built), and normal edges only, which without the proc macros' subtrees
-//! is what is linked into the Pack (`--prefix depth` does not mark build edges).
+//! The tree is `cargo tree --package plugin_mcp --no-dedupe --prefix depth` for
+//! [`TARGET_PLATFORM`] (dev-dependencies never ship): every path from `plugin_mcp` to a crate
+//! is printed, one crate a line after its depth, so the direct dependency a crate is found
+//! under is its ancestor at depth 1. Each crate's license, source and description come from
+//! `cargo metadata`. Not `cargo metadata`'s own `resolve.nodes`: those unify the features of
+//! the whole workspace (build-xtask's and the tests' too) and list optional dependencies that
+//! only a weak feature (`dep?/feature`) names, which cargo never builds (rust-lang/cargo#10801),
+//! adding crates such as quinn that are not in the tree. `cargo tree` resolves features for
+//! `plugin_mcp` alone, as a Host that depends on it gets them. Two trees are read: normal and
+//! build edges (what is built), and normal edges only, where a crate found outside every proc
+//! macro is linked into the Pack (`--prefix depth` does not mark build edges).
 //!
 //! A direct dependency's reason is its line in `policy/deps.allow`; a transitive one's is the
-//! direct dependencies that pull it in. [`parse_tree`], [`inventory`] and [`render`] are pure
+//! direct dependencies that pull it in. [`read_tree`], [`inventory`] and [`render`] are pure
 //! functions, so the output is sorted and byte-for-byte reproducible: rerunning the command on
 //! an unchanged `Cargo.lock` gives no diff, and `audit --check` (also run by
 //! `cargo test -p build-xtask`) fails when the file is out of date.
@@ -36,13 +37,10 @@ use crate::workspace::{self, TARGET_PLATFORM, run_cargo};
 pub const INVENTORY_PATH: &str = "audit/dependencies.md";
 
 /// The source of crates.io packages in `cargo metadata`.
-const CRATES_IO_SOURCES: &[&str] = &[
-    "registry+https://github.com/rust-lang/crates.io-index",
-    "sparse+https://index.crates.io/",
-];
+const CRATES_IO: &str = "registry+https://github.com/rust-lang/crates.io-index";
 
 /// Whether a crate ends up in the Pack's code or only runs while it is built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Use {
     /// Reached from `plugin_mcp` through normal dependencies only, never through a build
     /// script or a proc macro: its code is linked into the Pack.
@@ -68,26 +66,26 @@ pub struct Entry {
     pub why: String,
 }
 
-/// A crate of the graph: `(name, version)`.
+/// A crate: `(name, version)`.
 pub type Key = (String, String);
 
-/// One package's tree as `cargo tree --prefix depth --format {p}` prints it.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Tree {
-    /// The package the tree starts from.
-    pub root: Key,
-    /// Every edge, `(dependent, dependency)`, each once.
-    pub edges: BTreeSet<(Key, Key)>,
-    /// The crates marked `(proc-macro)`.
-    pub proc_macros: BTreeSet<Key>,
+/// What a tree says about one crate.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// A direct dependency of the root.
+    pub direct: bool,
+    /// The direct dependencies it is found under (itself excluded).
+    pub via: BTreeSet<String>,
+    /// Found on a path with no proc macro on it (itself included).
+    pub outside_proc_macros: bool,
 }
 
-/// Parses `cargo tree --prefix depth --format {p}`: one crate a line, `<depth><name>
-/// v<version>` and markers such as `(proc-macro)`, `(*)` (dependencies listed above) or a
-/// path, each line's parent being the nearest line above it one level up.
-pub fn parse_tree(text: &str) -> Result<Tree, String> {
-    let mut tree = Tree::default();
-    let mut stack: Vec<Key> = Vec::new();
+/// Reads `cargo tree --no-dedupe --prefix depth --format {p}`: `<depth><name> v<version>` a
+/// line, then markers such as a path or `(proc-macro)`. Answers the root and every other crate.
+pub fn read_tree(text: &str) -> Result<(Key, BTreeMap<Key, Found>), String> {
+    let mut found: BTreeMap<Key, Found> = BTreeMap::new();
+    // The crates on the path to the current line, and whether each is a proc macro.
+    let mut path: Vec<(Key, bool)> = Vec::new();
     for (index, line) in text
         .lines()
         .enumerate()
@@ -99,149 +97,94 @@ pub fn parse_tree(text: &str) -> Result<Tree, String> {
             .unwrap_or(line.len());
         let depth: usize = line[..digits].parse().map_err(|_| error("no depth"))?;
         let mut words = line[digits..].split_whitespace();
-        let name = words.next().unwrap_or_default();
+        let name = words.next().unwrap_or_default().to_owned();
         let version = words.next().and_then(|word| word.strip_prefix('v'));
-        let key: Key = (
-            name.to_owned(),
+        let key = (
+            name,
             version
                 .ok_or_else(|| error("not `name vVERSION`"))?
                 .to_owned(),
         );
-        if words.any(|word| word == "(proc-macro)") {
-            tree.proc_macros.insert(key.clone());
+        let proc_macro = words.any(|word| word == "(proc-macro)");
+        if depth > path.len() || (depth == 0) != path.is_empty() {
+            return Err(error("not a level below the line above"));
         }
-        match (depth, stack.len()) {
-            (0, 0) => tree.root = key.clone(),
-            (0, _) => return Err(error("a second root")),
-            (depth, levels) if depth > levels => return Err(error("skips a level")),
-            (depth, _) => {
-                stack.truncate(depth);
-                let parent = stack.last().cloned().unwrap_or_default();
-                tree.edges.insert((parent, key.clone()));
-            }
+        path.truncate(depth);
+        path.push((key.clone(), proc_macro));
+        if depth > 0 {
+            let entry = found.entry(key).or_default();
+            entry.direct |= depth == 1;
+            entry.via.extend(
+                path.get(1)
+                    .filter(|_| depth > 1)
+                    .map(|(key, _)| key.0.clone()),
+            );
+            entry.outside_proc_macros |= path[1..].iter().all(|(_, macro_)| !macro_);
         }
-        stack.push(key);
     }
-    if tree.root.0.is_empty() {
-        return Err("cargo tree printed no crate".to_owned());
-    }
-    Ok(tree)
+    let root = path
+        .into_iter()
+        .next()
+        .ok_or("cargo tree printed no crate")?
+        .0;
+    Ok((root, found))
 }
 
-/// Every crate of `built` (the normal and build tree; the root excluded), sorted by name and
-/// version: linked if `normal` (the normal-only tree) reaches it without going through a proc
-/// macro, its details from `metadata` and its direct reasons from `allowed`.
+/// Every crate of `built` (the normal and build tree), sorted by name and version: linked if
+/// `normal` (the normal-only tree) finds it outside every proc macro, its details from
+/// `metadata` and its direct reasons from `allowed`.
 pub fn inventory(
-    built: &Tree,
-    normal: &Tree,
+    built: &BTreeMap<Key, Found>,
+    normal: &BTreeMap<Key, Found>,
     metadata: &Metadata,
     allowed: &DepsAllow,
 ) -> Result<Vec<Entry>, String> {
-    let packages: BTreeMap<(&str, String), &Package> = metadata
-        .packages
-        .iter()
-        .map(|package| {
-            (
-                (package.name.as_str(), package.version.to_string()),
-                package,
-            )
-        })
-        .collect();
-    let package = |key: &Key| {
-        packages
-            .get(&(key.0.as_str(), key.1.clone()))
-            .copied()
-            .ok_or_else(|| format!("{} {} is not in cargo metadata", key.0, key.1))
-    };
-    let is_member = |package: &Package| metadata.workspace_members.contains(&package.id);
-    let direct: Vec<&Key> = built
-        .edges
-        .iter()
-        .filter(|(from, _)| *from == built.root)
-        .map(|(_, to)| to)
-        .collect();
-    let everything = reachable(built, &built.root, &BTreeSet::new());
-    let linked = reachable(normal, &normal.root, &normal.proc_macros);
-    // For each crate, the direct dependencies whose own trees contain it.
-    let mut pulled_in_by: BTreeMap<&Key, BTreeSet<&str>> = BTreeMap::new();
-    for &dependency in &direct {
-        for key in reachable(built, dependency, &BTreeSet::new()) {
-            if key != dependency {
-                pulled_in_by.entry(key).or_default().insert(&dependency.0);
-            }
-        }
-    }
     let mut entries = Vec::new();
-    for key in everything.into_iter().filter(|key| **key != built.root) {
-        let details = package(key)?;
-        let via: Vec<&str> = pulled_in_by
-            .get(key)
-            .into_iter()
-            .flatten()
-            .copied()
-            .collect();
-        let why = if direct.contains(&key) {
-            let reason = if is_member(details) {
-                format!(
-                    "direct; workspace crate: {} (governed by the plugin_family_deps check)",
-                    details
-                        .description
-                        .as_deref()
-                        .unwrap_or("")
-                        .trim_end_matches('.')
-                )
-            } else if let Some(entry) = allowed.entries.get(&key.0) {
-                format!("direct: {}", entry.reason)
-            } else {
-                format!("direct, **not listed in {}**", deps_allow::PATH)
-            };
-            if via.is_empty() {
-                reason
-            } else {
-                format!("{reason}; also via {}", via.join(", "))
-            }
-        } else {
-            format!("via {}", via.join(", "))
+    for ((name, version), found) in built {
+        let package = metadata
+            .packages
+            .iter()
+            .find(|p| p.name.as_str() == name && p.version.to_string() == *version)
+            .ok_or_else(|| format!("{name} {version} is not in cargo metadata"))?;
+        let member = metadata.workspace_members.contains(&package.id);
+        let via: Vec<&str> = found.via.iter().map(String::as_str).collect();
+        let reason = match (found.direct, member, allowed.entries.get(name)) {
+            (false, ..) => format!("via {}", via.join(", ")),
+            (true, true, _) => format!(
+                "direct; workspace crate: {} (governed by the plugin_family_deps check)",
+                package
+                    .description
+                    .as_deref()
+                    .unwrap_or("")
+                    .trim_end_matches('.')
+            ),
+            (true, false, Some(entry)) => format!("direct: {}", entry.reason),
+            (true, false, None) => format!("direct, **not listed in {}**", deps_allow::PATH),
         };
+        let linked = normal
+            .get(&(name.clone(), version.clone()))
+            .is_some_and(|n| n.outside_proc_macros);
         entries.push(Entry {
-            name: key.0.clone(),
-            version: key.1.clone(),
-            license: license(details),
-            source: match &details.source {
-                None if is_member(details) => "workspace".to_owned(),
+            name: name.clone(),
+            version: version.clone(),
+            license: license(package),
+            source: match package.source.as_ref().map(|source| source.repr.as_str()) {
+                None if member => "workspace".to_owned(),
                 None => "path".to_owned(),
-                Some(source) if CRATES_IO_SOURCES.contains(&source.repr.as_str()) => {
-                    "crates.io".to_owned()
-                }
-                Some(source) => source.repr.clone(),
+                Some(CRATES_IO) => "crates.io".to_owned(),
+                Some(other) => other.to_owned(),
             },
-            used: if linked.contains(key) {
-                Use::Linked
-            } else {
-                Use::BuildTime
+            used: if linked { Use::Linked } else { Use::BuildTime },
+            why: match found.direct && !via.is_empty() {
+                true => format!("{reason}; also via {}", via.join(", ")),
+                false => reason,
             },
-            why,
         });
     }
     entries.sort_by(|a, b| {
         (a.name.as_str(), version_key(&a.version)).cmp(&(b.name.as_str(), version_key(&b.version)))
     });
     Ok(entries)
-}
-
-/// Every crate of `tree` reachable from `start` (included), never entering one of `skipped`.
-fn reachable<'k>(tree: &'k Tree, start: &'k Key, skipped: &BTreeSet<Key>) -> BTreeSet<&'k Key> {
-    let mut seen = BTreeSet::from([start]);
-    let mut queue = vec![start];
-    while let Some(key) = queue.pop() {
-        let children = tree.edges.iter().filter(|(from, _)| from == key);
-        for (_, child) in children {
-            if !skipped.contains(child) && seen.insert(child) {
-                queue.push(child);
-            }
-        }
-    }
-    seen
 }
 
 fn license(package: &Package) -> String {
@@ -330,12 +273,12 @@ fn escape(cell: &str) -> String {
 
 /// The inventory of the real workspace at `root`, rendered.
 pub fn generate(root: &Path) -> Result<(String, Vec<Entry>), String> {
-    let built = parse_tree(&cargo_tree(root, "normal,build")?)?;
-    let normal = parse_tree(&cargo_tree(root, "normal")?)?;
-    if built.root.0 != ALLOW_LISTED_PACKAGE {
+    let (top, built) = read_tree(&cargo_tree(root, "normal,build")?)?;
+    let (_, normal) = read_tree(&cargo_tree(root, "normal")?)?;
+    if top.0 != ALLOW_LISTED_PACKAGE {
         return Err(format!(
             "cargo tree started from {}, not {ALLOW_LISTED_PACKAGE}",
-            built.root.0
+            top.0
         ));
     }
     let metadata = workspace::cargo_metadata(root)?;
@@ -343,7 +286,7 @@ pub fn generate(root: &Path) -> Result<(String, Vec<Entry>), String> {
     Ok((render(&entries), entries))
 }
 
-/// `cargo tree` of [`ALLOW_LISTED_PACKAGE`] along `edges`, as [`parse_tree`] reads it.
+/// `cargo tree` of [`ALLOW_LISTED_PACKAGE`] along `edges`, as [`read_tree`] reads it.
 fn cargo_tree(root: &Path, edges: &str) -> Result<String, String> {
     let args = [
         "tree",
@@ -353,6 +296,7 @@ fn cargo_tree(root: &Path, edges: &str) -> Result<String, String> {
         edges,
         "--target",
         TARGET_PLATFORM,
+        "--no-dedupe",
         "--prefix",
         "depth",
         "--format",
@@ -386,46 +330,30 @@ pub fn command(args: &[String]) -> ExitCode {
         }
     };
     let root = workspace::root();
-    let (rendered, entries) = match generate(&root) {
-        Ok(generated) => generated,
+    let outcome = generate(&root).and_then(|(rendered, entries)| {
+        let crates = entries.len();
+        if is_written(&root, &rendered) {
+            Ok(format!("{INVENTORY_PATH} is current ({crates} crates)"))
+        } else if check_only {
+            Err(format!(
+                "{INVENTORY_PATH} is out of date; run `cargo run -p build-xtask -- audit`"
+            ))
+        } else {
+            fs::write(root.join(INVENTORY_PATH), &rendered)
+                .map(|()| format!("wrote {INVENTORY_PATH} ({crates} crates)"))
+                .map_err(|error| format!("cannot write {INVENTORY_PATH}: {error}"))
+        }
+    });
+    match outcome {
+        Ok(done) => {
+            println!("audit: {done}");
+            ExitCode::SUCCESS
+        }
         Err(error) => {
             eprintln!("audit: {error}");
-            return ExitCode::FAILURE;
+            ExitCode::FAILURE
         }
-    };
-    let current = is_written(&root, &rendered);
-    let path = root.join(INVENTORY_PATH);
-    if check_only {
-        if current {
-            println!(
-                "audit: {INVENTORY_PATH} is current ({} crates)",
-                entries.len()
-            );
-            return ExitCode::SUCCESS;
-        }
-        eprintln!(
-            "audit: {INVENTORY_PATH} is out of date; run `cargo run -p build-xtask -- audit`"
-        );
-        return ExitCode::FAILURE;
     }
-    if !current && let Err(error) = fs::write(&path, &rendered) {
-        eprintln!("audit: cannot write {}: {error}", path.display());
-        return ExitCode::FAILURE;
-    }
-    println!(
-        "audit: {} {INVENTORY_PATH}: {} crates ({} linked, {} build time only)",
-        if current { "unchanged" } else { "wrote" },
-        entries.len(),
-        entries
-            .iter()
-            .filter(|entry| entry.used == Use::Linked)
-            .count(),
-        entries
-            .iter()
-            .filter(|entry| entry.used == Use::BuildTime)
-            .count(),
-    );
-    ExitCode::SUCCESS
 }
 
 #[cfg(test)]
@@ -434,112 +362,84 @@ mod tests {
     use crate::dependency_policy::tests::{metadata, package};
     use serde_json::json;
 
-    const REGISTRY: &str = "registry+https://github.com/rust-lang/crates.io-index";
+    /// `cargo tree -e normal,build --no-dedupe` of a crafted tree: ring's build script (cc)
+    /// and serde's proc macro are build time; tokio and bytes are reached several ways.
+    const BUILT: &str = "0plugin_mcp v0.1.0 (/ws)\n1reqwest v1.0.0\n2bytes v1.0.0\n\
+        2ring v1.0.0\n3untrusted v1.0.0\n3cc v1.0.0\n4shlex v1.0.0\n2tokio v1.0.0\n3bytes v1.0.0\n\
+        1runvil-plugin v0.1.0 (/ws/crates/runvil-plugin)\n2tokio v1.0.0\n3bytes v1.0.0\n\
+        1serde v1.0.0\n2serde_derive v1.0.0 (proc-macro)\n3syn v2.0.0\n1tokio v1.0.0\n2bytes v1.0.0\n";
 
-    /// `cargo tree -e normal,build` for a crafted tree: serde's proc macro and ring's build
-    /// script are build time; tokio is reached three ways; `(*)` repeats a crate listed above.
-    const BUILT: &str = "\
-0plugin_mcp v0.1.0 (/ws)
-1reqwest v1.0.0
-2bytes v1.0.0
-2ring v1.0.0
-3untrusted v1.0.0
-3cc v1.0.0
-4shlex v1.0.0
-2tokio v1.0.0
-3bytes v1.0.0
-1runvil-plugin v0.1.0 (/ws/crates/runvil-plugin)
-2tokio v1.0.0 (*)
-1serde v1.0.0
-2serde_derive v1.0.0 (proc-macro)
-3syn v2.0.0
-1tokio v1.0.0 (*)
-";
-
-    /// The same with `-e normal`: ring's build dependency is gone.
-    fn normal() -> String {
-        BUILT.replace("3cc v1.0.0\n4shlex v1.0.0\n", "")
-    }
-
-    /// Metadata with a package for each `(name, version, license)`.
-    fn sample(packages: &[(&str, &str, Option<&str>)]) -> Metadata {
+    /// Metadata with a package for each `name version license`; no license: a license file.
+    fn sample(packages: &str) -> Metadata {
         let members = ["plugin_mcp", "runvil-plugin"];
-        let json = packages.iter().map(|(name, version, license)| {
-            let member = members.contains(name);
-            let extra = json!({
-                "license": license,
-                "license_file": license.is_none().then_some("../LICENSE-MIT"),
-                "description": format!("the {name} crate."),
-            });
-            package(name, version, (!member).then_some(REGISTRY), extra)
+        let json = packages.lines().map(|line| {
+            let [name, version, license]: [&str; 3] = line
+                .splitn(3, ' ')
+                .collect::<Vec<_>>()
+                .try_into()
+                .expect("3 words");
+            let license = (!license.is_empty()).then_some(license);
+            let extra = json!({ "license": license, "description": format!("the {name} crate."),
+                "license_file": license.is_none().then_some("../LICENSE-MIT") });
+            package(
+                name,
+                version,
+                (!members.contains(&name)).then_some(CRATES_IO),
+                extra,
+            )
         });
         metadata(json.collect(), &members)
     }
 
-    fn full() -> Metadata {
-        sample(&[
-            ("plugin_mcp", "0.1.0", Some("MIT")),
-            ("reqwest", "1.0.0", Some("MIT OR Apache-2.0")),
-            ("bytes", "1.0.0", Some("MIT")),
-            ("ring", "1.0.0", Some("Apache-2.0 AND ISC")),
-            ("untrusted", "1.0.0", Some("ISC")),
-            ("cc", "1.0.0", Some("MIT OR Apache-2.0")),
-            ("shlex", "1.0.0", None),
-            ("tokio", "1.0.0", Some("MIT")),
-            ("runvil-plugin", "0.1.0", Some("MIT OR Apache-2.0")),
-            ("serde", "1.0.0", Some("MIT OR Apache-2.0")),
-            ("serde_derive", "1.0.0", Some("MIT OR Apache-2.0")),
-            ("syn", "2.0.0", Some("MIT OR Apache-2.0")),
-            // In the metadata but not in the tree (a dev-dependency, a weak optional one).
-            ("quinn", "1.0.0", Some("MIT")),
-        ])
-    }
+    /// quinn is in the metadata but not in the tree (a dev-dependency, a weak optional one).
+    const FULL: &str = "plugin_mcp 0.1.0 MIT\nreqwest 1.0.0 MIT OR Apache-2.0\nbytes 1.0.0 MIT\n\
+        ring 1.0.0 Apache-2.0 AND ISC\nuntrusted 1.0.0 ISC\ncc 1.0.0 MIT OR Apache-2.0\n\
+        shlex 1.0.0 \ntokio 1.0.0 MIT\nrunvil-plugin 0.1.0 MIT OR Apache-2.0\n\
+        serde 1.0.0 MIT OR Apache-2.0\nserde_derive 1.0.0 MIT OR Apache-2.0\n\
+        syn 2.0.0 MIT OR Apache-2.0\nquinn 1.0.0 MIT";
 
-    fn allow() -> DepsAllow {
-        DepsAllow::parse("# header\nreqwest # HTTP client\nserde # derive\ntokio # runtime\n")
-    }
-
-    fn entries_with(metadata: &Metadata, allowed: &DepsAllow) -> Result<Vec<Entry>, String> {
-        let built = parse_tree(BUILT).expect("tree");
-        let normal = parse_tree(&normal()).expect("tree");
-        inventory(&built, &normal, metadata, allowed)
+    fn entries_with(metadata: &Metadata, allow: &str) -> Result<Vec<Entry>, String> {
+        let (_, built) = read_tree(BUILT).expect("tree");
+        let (_, normal) =
+            read_tree(&BUILT.replace("3cc v1.0.0\n4shlex v1.0.0\n", "")).expect("tree");
+        inventory(&built, &normal, metadata, &DepsAllow::parse(allow))
     }
 
     fn entries() -> Vec<Entry> {
-        entries_with(&full(), &allow()).expect("inventory")
+        let allow = "reqwest # HTTP client\nserde # derive\ntokio # runtime\n";
+        entries_with(&sample(FULL), allow).expect("inventory")
     }
 
     fn row<'a>(entries: &'a [Entry], name: &str) -> &'a Entry {
         entries
             .iter()
             .find(|entry| entry.name == name)
-            .unwrap_or_else(|| panic!("{name} missing from {entries:#?}"))
-    }
-
-    fn key(name: &str) -> Key {
-        let version = if name.contains("plugin") {
-            "0.1.0"
-        } else {
-            "1.0.0"
-        };
-        (name.to_owned(), version.to_owned())
+            .expect("a row")
     }
 
     #[test]
-    fn the_tree_text_becomes_edges() {
-        let tree = parse_tree(BUILT).expect("tree");
-        assert_eq!(tree.root, key("plugin_mcp"));
-        assert_eq!(tree.edges.len(), 14, "{:#?}", tree.edges);
-        for (from, to) in [
-            ("ring", "cc"),
-            ("cc", "shlex"),
-            ("reqwest", "tokio"),
-            ("runvil-plugin", "tokio"),
-            ("plugin_mcp", "tokio"),
-        ] {
-            assert!(tree.edges.contains(&(key(from), key(to))), "{from} -> {to}");
-        }
-        assert_eq!(tree.proc_macros, BTreeSet::from([key("serde_derive")]));
+    fn the_tree_says_where_each_crate_is_found() {
+        let (root, found) = read_tree(BUILT).expect("tree");
+        assert_eq!(root, ("plugin_mcp".to_owned(), "0.1.0".to_owned()));
+        let get = |name: &str| {
+            found
+                .iter()
+                .find(|(key, _)| key.0 == name)
+                .expect("found")
+                .1
+        };
+        assert!(get("tokio").direct && !get("bytes").direct);
+        assert_eq!(
+            get("bytes").via,
+            ["reqwest", "runvil-plugin", "tokio"]
+                .map(String::from)
+                .into()
+        );
+        assert!(get("syn").via.contains("serde") && !get("syn").outside_proc_macros);
+        assert!(
+            get("cc").outside_proc_macros,
+            "a build edge is not a proc macro"
+        );
     }
 
     #[test]
@@ -547,89 +447,65 @@ mod tests {
         for (text, error) in [
             ("", "cargo tree printed no crate"),
             ("a v1\n", "no depth"),
-            ("0a v1\n2b v1\n", "skips a level"),
+            ("0a v1\n2b v1\n", "not a level below"),
             ("0a v1\n1b\n", "not `name vVERSION`"),
-            ("0a v1\n0b v1\n", "a second root"),
+            ("0a v1\n0b v1\n", "not a level below"),
         ] {
-            match parse_tree(text) {
-                Err(message) => assert!(message.contains(error), "{text:?}: {message}"),
-                Ok(tree) => panic!("{text:?} parsed: {tree:?}"),
-            }
+            let message = read_tree(text).expect_err(text);
+            assert!(message.contains(error), "{text:?}: {message}");
         }
     }
 
     #[test]
     fn only_the_crates_of_the_tree_are_listed() {
         let names: Vec<String> = entries()
-            .into_iter()
-            .map(|entry| format!("{} {}", entry.name, entry.version))
+            .iter()
+            .map(|e| format!("{} {}", e.name, e.version))
             .collect();
         assert_eq!(
-            names,
-            [
-                "bytes 1.0.0",
-                "cc 1.0.0",
-                "reqwest 1.0.0",
-                "ring 1.0.0",
-                "runvil-plugin 0.1.0",
-                "serde 1.0.0",
-                "serde_derive 1.0.0",
-                "shlex 1.0.0",
-                "syn 2.0.0",
-                "tokio 1.0.0",
-                "untrusted 1.0.0",
-            ]
+            names.join(", "),
+            "bytes 1.0.0, cc 1.0.0, reqwest 1.0.0, ring 1.0.0, runvil-plugin 0.1.0, serde 1.0.0, \
+             serde_derive 1.0.0, shlex 1.0.0, syn 2.0.0, tokio 1.0.0, untrusted 1.0.0"
         );
     }
 
     #[test]
     fn reasons_come_from_the_allow_list_or_name_the_direct_parents() {
         let entries = entries();
-        assert_eq!(row(&entries, "reqwest").why, "direct: HTTP client");
+        let why = |name| row(&entries, name).why.as_str();
+        assert_eq!(why("reqwest"), "direct: HTTP client");
         assert_eq!(
-            row(&entries, "tokio").why,
+            why("tokio"),
             "direct: runtime; also via reqwest, runvil-plugin"
         );
+        assert_eq!(why("bytes"), "via reqwest, runvil-plugin, tokio");
+        assert_eq!((why("shlex"), why("syn")), ("via reqwest", "via serde"));
         assert_eq!(
-            row(&entries, "bytes").why,
-            "via reqwest, runvil-plugin, tokio"
-        );
-        assert_eq!(row(&entries, "shlex").why, "via reqwest");
-        assert_eq!(row(&entries, "syn").why, "via serde");
-        assert_eq!(
-            row(&entries, "runvil-plugin").why,
+            why("runvil-plugin"),
             "direct; workspace crate: the runvil-plugin crate (governed by the \
              plugin_family_deps check)"
         );
+        let ring = row(&entries, "ring");
+        assert_eq!(
+            (ring.source.as_str(), ring.license.as_str()),
+            ("crates.io", "Apache-2.0 AND ISC")
+        );
         assert_eq!(row(&entries, "runvil-plugin").source, "workspace");
-        assert_eq!(row(&entries, "ring").source, "crates.io");
-        assert_eq!(row(&entries, "ring").license, "Apache-2.0 AND ISC");
         assert_eq!(row(&entries, "shlex").license, "see its LICENSE-MIT");
     }
 
     #[test]
     fn build_scripts_and_proc_macros_are_build_time() {
         let entries = entries();
-        for linked in [
-            "bytes",
-            "reqwest",
-            "ring",
-            "untrusted",
-            "runvil-plugin",
-            "serde",
-            "tokio",
-        ] {
-            assert_eq!(row(&entries, linked).used, Use::Linked, "{linked}");
-        }
-        for build in ["cc", "shlex", "serde_derive", "syn"] {
-            assert_eq!(row(&entries, build).used, Use::BuildTime, "{build}");
+        for entry in &entries {
+            let build = ["cc", "shlex", "serde_derive", "syn"].contains(&entry.name.as_str());
+            assert_eq!(entry.used == Use::BuildTime, build, "{}", entry.name);
         }
     }
 
     #[test]
     fn an_unlisted_direct_dependency_is_flagged() {
-        let entries =
-            entries_with(&full(), &DepsAllow::parse("tokio # runtime\n")).expect("inventory");
+        let entries = entries_with(&sample(FULL), "tokio # runtime\n").expect("inventory");
         assert_eq!(
             row(&entries, "reqwest").why,
             "direct, **not listed in policy/deps.allow**"
@@ -638,24 +514,19 @@ mod tests {
 
     #[test]
     fn a_crate_missing_from_the_metadata_is_an_error() {
-        let partial = sample(&[("reqwest", "1.0.0", Some("MIT"))]);
-        match entries_with(&partial, &allow()) {
-            Err(error) => assert!(
-                error.ends_with(" 1.0.0 is not in cargo metadata"),
-                "{error}"
-            ),
-            Ok(entries) => panic!("{entries:#?}"),
-        }
+        let error = entries_with(&sample("reqwest 1.0.0 MIT"), "").expect_err("missing crates");
+        assert!(error.ends_with(" is not in cargo metadata"), "{error}");
     }
 
     #[test]
     fn rendering_is_sorted_and_repeatable() {
         let first = render(&entries());
         // The order of the metadata's packages does not matter.
-        let mut reversed = full();
+        let mut reversed = sample(FULL);
         reversed.packages.reverse();
+        let allow = "reqwest # HTTP client\nserde # derive\ntokio # runtime\n";
         assert_eq!(
-            render(&entries_with(&reversed, &allow()).expect("inventory")),
+            render(&entries_with(&reversed, allow).expect("inventory")),
             first
         );
         assert!(first.contains("**11 crates**: 4 direct, 7 linked, 4 build time only."));
@@ -666,13 +537,10 @@ mod tests {
         );
         let rows: Vec<&str> = first
             .lines()
-            .skip_while(|line| !line.starts_with("| crate |"))
+            .skip_while(|l| !l.starts_with("| crate |"))
             .skip(2)
             .collect();
-        assert_eq!(rows.len(), 11);
-        let mut sorted = rows.clone();
-        sorted.sort();
-        assert_eq!(rows, sorted);
+        assert!(rows.len() == 11 && rows.is_sorted(), "{rows:#?}");
     }
 
     #[test]

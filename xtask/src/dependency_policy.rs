@@ -122,16 +122,11 @@ pub(crate) mod tests {
     use super::*;
     use serde_json::{Value, json};
 
-    /// A crafted dependency: `(name, kind, whether it is a workspace crate)`.
-    type Dep<'a> = (&'a str, Option<&'a str>, bool);
-
     /// One package of `cargo metadata` with the fields cargo_metadata requires.
     pub(crate) fn package(name: &str, version: &str, source: Option<&str>, extra: Value) -> Value {
-        let mut package = json!({
-            "name": name, "version": version, "id": format!("{name}@{version}"),
-            "source": source, "dependencies": [], "targets": [], "features": {},
-            "manifest_path": format!("/ws/{name}/Cargo.toml"),
-        });
+        let mut package = json!({ "name": name, "version": version, "source": source,
+            "id": format!("{name}@{version}"), "dependencies": [], "targets": [], "features": {},
+            "manifest_path": format!("/ws/{name}/Cargo.toml") });
         if let (Some(package), Value::Object(extra)) = (package.as_object_mut(), extra) {
             package.extend(extra);
         }
@@ -140,62 +135,60 @@ pub(crate) mod tests {
 
     /// `cargo metadata` of `packages`, the named ones being the workspace's members.
     pub(crate) fn metadata(packages: Vec<Value>, members: &[&str]) -> Metadata {
-        let ids: Vec<&Value> = packages
+        let ids = packages
             .iter()
-            .filter(|p| members.iter().any(|m| p["name"] == *m))
-            .map(|p| &p["id"])
-            .collect();
-        let json = json!({
-            "packages": packages, "workspace_members": ids, "resolve": null,
-            "workspace_root": "/ws", "target_directory": "/ws/target", "version": 1,
-        });
+            .filter(|p| members.iter().any(|m| p["name"] == *m));
+        let ids: Vec<&Value> = ids.into_iter().map(|p| &p["id"]).collect();
+        let json = json!({ "packages": packages, "workspace_members": ids, "resolve": null,
+            "workspace_root": "/ws", "target_directory": "/ws/target", "version": 1 });
         serde_json::from_value(json).expect("crafted metadata")
     }
 
-    /// A workspace of `(name, dependencies)` packages.
-    fn workspace(packages: &[(&str, &[Dep<'_>])]) -> Metadata {
+    /// A workspace, one `package: dependency...` a line; a dependency is `name` from crates.io
+    /// or `@name` from the workspace, with `/dev` or `/build` for its kind.
+    fn workspace(lines: &str) -> Metadata {
         let crates_io = "registry+https://github.com/rust-lang/crates.io-index";
-        let json = packages.iter().map(|(name, deps)| {
-            let deps: Vec<Value> = deps
-                .iter()
-                .map(|(dep, kind, local)| {
-                    json!({ "name": dep, "kind": kind, "source": (!local).then_some(crates_io),
-                        "req": "*", "optional": false, "uses_default_features": true,
-                        "features": [], "target": null, "rename": null, "registry": null })
-                })
-                .collect();
-            package(name, "0.1.0", None, json!({ "dependencies": deps }))
+        let mut names = Vec::new();
+        let packages = lines.lines().map(|line| {
+            let (name, deps) = line.split_once(':').expect("`package: dependencies`");
+            names.push(name.trim());
+            let deps = deps.split_whitespace().map(|dep| {
+                let (dep, kind) = dep
+                    .split_once('/')
+                    .map_or((dep, None), |(d, k)| (d, Some(k)));
+                let (dep, source) = dep
+                    .strip_prefix('@')
+                    .map_or((dep, Some(crates_io)), |d| (d, None));
+                json!({ "name": dep, "kind": kind, "source": source, "req": "*", "optional": false,
+                    "uses_default_features": true, "features": [], "target": null,
+                    "rename": null, "registry": null })
+            });
+            package(
+                name.trim(),
+                "0.1.0",
+                None,
+                json!({ "dependencies": deps.collect::<Vec<_>>() }),
+            )
         });
-        let names: Vec<&str> = packages.iter().map(|(name, _)| *name).collect();
-        metadata(json.collect(), &names)
+        let packages: Vec<Value> = packages.collect();
+        metadata(packages, &names)
     }
 
     #[test]
     fn plugin_family_deps_passes_contract_and_shared_crates() {
-        let metadata = workspace(&[
-            (
-                "plugin_mcp",
-                &[
-                    ("runvil-plugin", None, true),
-                    ("shared-util", Some("dev"), true),
-                    ("serde", None, false),
-                ],
-            ),
-            ("runvil-plugin", &[]),
-            ("shared-util", &[]),
-            // A Host may depend on Plugins; only Plugins are restricted.
-            ("runvil-host", &[("plugin_mcp", None, true)]),
-        ]);
+        // A Host may depend on Plugins; only Plugins are restricted.
+        let metadata = workspace(
+            "plugin_mcp: @runvil-plugin @shared-util/dev serde\nrunvil-plugin:\nshared-util:\n\
+             runvil-host: @plugin_mcp",
+        );
         assert_eq!(plugin_family_deps(&metadata), Vec::<String>::new());
     }
 
     #[test]
     fn plugin_family_deps_reports_other_workspace_crates() {
-        let metadata = workspace(&[
-            ("plugin_mcp", &[("runvil-host", Some("dev"), true)]),
-            ("plugin-other", &[("plugin_mcp", Some("build"), true)]),
-            ("runvil-host", &[]),
-        ]);
+        let metadata = workspace(
+            "plugin_mcp: @runvil-host/dev\nplugin-other: @plugin_mcp/build\nrunvil-host:",
+        );
         assert_eq!(
             plugin_family_deps(&metadata),
             [
@@ -209,38 +202,27 @@ pub(crate) mod tests {
 
     #[test]
     fn plugin_family_deps_ignores_registry_crate_with_a_member_name() {
-        let metadata = workspace(&[
-            ("plugin_mcp", &[("runvil-host", None, false)]),
-            ("runvil-host", &[]),
-        ]);
+        let metadata = workspace("plugin_mcp: runvil-host\nrunvil-host:");
         assert_eq!(plugin_family_deps(&metadata), Vec::<String>::new());
     }
 
-    fn allow() -> DepsAllow {
-        DepsAllow::parse("# why each dependency is here\n\nserde # derive\ncc   # build script\n")
+    fn allow_list_of(plugin_mcp: &str, deps_allow: &str) -> Vec<String> {
+        let metadata = workspace(&format!("plugin_mcp: {plugin_mcp}\nrunvil-plugin:"));
+        allow_list(&metadata, &DepsAllow::parse(deps_allow))
     }
 
-    fn mcp_with(deps: &[Dep<'_>]) -> Metadata {
-        workspace(&[("plugin_mcp", deps), ("runvil-plugin", &[])])
-    }
+    const ALLOW: &str = "# why each dependency is here\n\nserde # derive\ncc   # build script\n";
 
     #[test]
     fn allow_list_passes_when_it_matches() {
-        let metadata = mcp_with(&[
-            ("runvil-plugin", None, true),
-            ("serde", None, false),
-            ("cc", Some("build"), false),
-            ("serde", Some("dev"), false),
-            ("rmcp", Some("dev"), false),
-        ]);
-        assert_eq!(allow_list(&metadata, &allow()), Vec::<String>::new());
+        let violations = allow_list_of("@runvil-plugin serde cc/build serde/dev rmcp/dev", ALLOW);
+        assert_eq!(violations, Vec::<String>::new());
     }
 
     #[test]
     fn allow_list_reports_unlisted_and_stale() {
-        let metadata = mcp_with(&[("serde", None, false), ("openssl", None, false)]);
         assert_eq!(
-            allow_list(&metadata, &allow()),
+            allow_list_of("serde openssl", ALLOW),
             [
                 "plugin_mcp depends directly on openssl, which policy/deps.allow does not list \
                  (add it with its reason, or drop it)",
@@ -252,18 +234,15 @@ pub(crate) mod tests {
 
     #[test]
     fn allow_list_stale_entry_for_a_dev_only_dependency() {
-        let metadata = mcp_with(&[("rmcp", Some("dev"), false)]);
-        let violations = allow_list(&metadata, &DepsAllow::parse("rmcp # test server\n"));
+        let violations = allow_list_of("rmcp/dev", "rmcp # test server\n");
         assert_eq!(violations.len(), 1, "{violations:?}");
         assert!(violations[0].contains("stale entry rmcp"), "{violations:?}");
     }
 
     #[test]
     fn allow_list_reports_format_errors() {
-        let metadata = mcp_with(&[("serde", None, false)]);
-        let violations = allow_list(&metadata, &DepsAllow::parse("serde\nserde # again\n"));
         assert_eq!(
-            violations,
+            allow_list_of("serde", "serde\nserde # again\n"),
             [
                 "policy/deps.allow:1: serde has no reason after `#`",
                 "policy/deps.allow:2: serde is already listed on line 1",
@@ -273,9 +252,8 @@ pub(crate) mod tests {
 
     #[test]
     fn allow_list_reports_missing_package() {
-        let metadata = workspace(&[("runvil-plugin", &[])]);
         assert_eq!(
-            allow_list(&metadata, &DepsAllow::default()),
+            allow_list(&workspace("runvil-plugin:"), &DepsAllow::default()),
             ["workspace package plugin_mcp not found in metadata"]
         );
     }
