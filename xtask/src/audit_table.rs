@@ -13,9 +13,9 @@
 //!   `cargo run -p build-xtask -- <subcommand>`, and the subcommand must be one of
 //!   [`crate::SUBCOMMANDS`].
 //!
-//! The tests are those `cargo test --workspace --tests -- --list` lists (the benchmark crate,
-//! which has none, excluded so as not to build it), so a name is a test that runs, not any
-//! `fn` of that name. Anything else in that column, a row that names nothing, and a README
+//! The table is read as GitHub renders it (pulldown-cmark, GFM tables). The tests are those
+//! `cargo test --workspace --tests -- --list` lists (the benchmark crate, which has none,
+//! excluded so as not to build it), so a name is a test that runs, not any `fn` of that name. Anything else in that column, a row that names nothing, and a README
 //! without the table are violations too, so a typo cannot pass as "not a test name".
 //! [`check_table`] is a pure function over the README text and [`Known`]; [`check`] gathers
 //! the real workspace's.
@@ -23,6 +23,8 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use crate::workspace::run_cargo;
 
@@ -75,15 +77,15 @@ pub enum Reference<'a> {
 /// Checks every row of the table in `readme` (the text of `audit/README.md`) against `known`,
 /// returning one violation per name that points at nothing, as `audit/README.md:<line>: ...`.
 pub fn check_table(readme: &str, known: &Known<'_>) -> Vec<String> {
-    let rows = match proven_by_cells(readme) {
+    let rows = match proven_by_spans(readme) {
         Ok(rows) => rows,
         Err(error) => return vec![format!("{AUDIT_README_PATH}: {error}")],
     };
     // `::` in front of every path, so that a suffix match starts at a segment.
     let tests: Vec<String> = known.tests.iter().map(|test| format!("::{test}")).collect();
     let mut violations = Vec::new();
-    for (line, cell) in rows {
-        let spans = match backtick_spans(cell) {
+    for (line, spans) in rows {
+        let spans = match spans {
             Ok(spans) => spans,
             Err(error) => {
                 violations.push(format!("{AUDIT_README_PATH}:{line}: {error}"));
@@ -128,103 +130,47 @@ pub fn check_table(readme: &str, known: &Known<'_>) -> Vec<String> {
     violations
 }
 
-/// The "proven by" cell of every data row of every table in `readme` that has such a column,
-/// with its 1-based line number. `Err` if there is no such table or it has no rows.
-pub fn proven_by_cells(readme: &str) -> Result<Vec<(usize, &str)>, String> {
-    let mut cells = Vec::new();
-    let mut tables = 0;
-    // The index of the "proven by" column of the table being read, if it has one.
-    let mut column: Option<usize> = None;
-    let mut in_table = false;
-    let mut header_seen = false;
-    for (index, line) in readme.lines().enumerate() {
-        let trimmed = line.trim();
-        if !trimmed.starts_with('|') {
-            in_table = false;
-            column = None;
-            continue;
-        }
-        let row = split_row(trimmed);
-        if !in_table {
-            in_table = true;
-            header_seen = false;
-            column = row
-                .iter()
-                .position(|cell| cell.trim().eq_ignore_ascii_case(PROVEN_BY_HEADER));
-            if column.is_some() {
-                tables += 1;
-            }
-            continue;
-        }
-        if !header_seen {
-            // The delimiter row (`|---|---|`) follows the header.
-            header_seen = true;
-            if row
-                .iter()
-                .all(|cell| cell.trim().chars().all(|c| matches!(c, '-' | ':')))
-            {
-                continue;
-            }
-        }
-        let Some(column) = column else { continue };
-        match row.get(column) {
-            Some(cell) => cells.push((index + 1, *cell)),
-            None => {
-                return Err(format!(
-                    "line {}: the row has no \"{PROVEN_BY_HEADER}\" cell (column {})",
-                    index + 1,
-                    column + 1
-                ));
-            }
-        }
-    }
-    if tables == 0 {
-        return Err(format!(
-            "no table with a \"{PROVEN_BY_HEADER}\" column (the audit table is missing)"
-        ));
-    }
-    if cells.is_empty() {
-        return Err(format!("the \"{PROVEN_BY_HEADER}\" table has no rows"));
-    }
-    Ok(cells)
-}
+/// A row of the table: its 1-based line, and its "proven by" spans or why they cannot be read.
+pub type Row<'a> = (usize, Result<Vec<&'a str>, String>);
 
-/// The cells of a Markdown table row (`| a | b |`), splitting at `|` outside backticks and
-/// not escaped as `\|`.
-fn split_row(row: &str) -> Vec<&str> {
-    let inner = row.strip_prefix('|').unwrap_or(row);
-    let inner = inner.strip_suffix('|').unwrap_or(inner);
-    let mut cells = Vec::new();
-    let mut start = 0;
-    let mut in_code = false;
-    let mut previous = None;
-    for (index, c) in inner.char_indices() {
-        match c {
-            '`' => in_code = !in_code,
-            '|' if !in_code && previous != Some('\\') => {
-                cells.push(&inner[start..index]);
-                start = index + 1;
+/// The backtick spans of the "proven by" cell of every body row of every table that has such
+/// a column (tables as GitHub reads them), each row with its 1-based line, or why its spans
+/// cannot be read (a backtick that opens no span). `Err` if there is no such table or row.
+pub fn proven_by_spans(readme: &str) -> Result<Vec<Row<'_>>, String> {
+    let mut rows: Vec<Row<'_>> = Vec::new();
+    let (mut column, mut cell, mut in_head) = (None, 0, false);
+    let parser = Parser::new_ext(readme, Options::ENABLE_TABLES).into_offset_iter();
+    for (event, range) in parser {
+        let in_column = !in_head && Some(cell) == column;
+        match (event, rows.last_mut()) {
+            (Event::Start(Tag::Table(_)), _) => column = None,
+            (Event::Start(Tag::TableHead), _) => (in_head, cell) = (true, 0),
+            (Event::End(TagEnd::TableHead), _) => in_head = false,
+            (Event::Start(Tag::TableRow), _) if column.is_some() => {
+                cell = 0;
+                rows.push((readme[..range.start].lines().count() + 1, Ok(Vec::new())));
+            }
+            (Event::End(TagEnd::TableCell), _) => cell += 1,
+            (Event::Text(text), _)
+                if in_head && text.trim().eq_ignore_ascii_case(PROVEN_BY_HEADER) =>
+            {
+                column = Some(cell);
+            }
+            (Event::Code(_), Some((_, Ok(spans)))) if in_column => {
+                spans.push(readme[range].trim_matches('`').trim());
+            }
+            (Event::Text(text), Some((_, spans))) if in_column && text.contains('`') => {
+                *spans = Err(format!("unclosed backtick in `{}`", text.trim()));
             }
             _ => {}
         }
-        previous = Some(c);
     }
-    cells.push(&inner[start..]);
-    cells
-}
-
-/// The text of every `` `span` `` in `cell`, trimmed. `Err` on an unclosed backtick.
-pub fn backtick_spans(cell: &str) -> Result<Vec<&str>, String> {
-    let parts: Vec<&str> = cell.split('`').collect();
-    if parts.len().is_multiple_of(2) {
-        return Err(format!("unclosed backtick in `{}`", cell.trim()));
+    if rows.is_empty() {
+        return Err(format!(
+            "no table with a \"{PROVEN_BY_HEADER}\" column and rows (the audit table is missing)"
+        ));
     }
-    Ok(parts
-        .into_iter()
-        .skip(1)
-        .step_by(2)
-        .map(str::trim)
-        .collect())
+    Ok(rows)
 }
 
 /// What `span` names, or why it names nothing the table may name.
@@ -437,26 +383,29 @@ mod tests {
 
     #[test]
     fn a_readme_without_the_table_fails() {
-        let no_table = "# Audit\n\n| a | b |\n|---|---|\n| `x` | `y` |\n";
+        let missing = [
+            "audit/README.md: no table with a \"proven by\" column and rows (the audit \
+                        table is missing)",
+        ];
         assert_eq!(
-            check_with(no_table),
-            ["audit/README.md: no table with a \"proven by\" column (the audit table is missing)"]
+            check_with("# Audit\n\n| a | b |\n|---|---|\n| `x` | `y` |\n"),
+            missing
         );
-        let no_rows = "| promise | proven by |\n|---|---|\n\ntext\n";
         assert_eq!(
-            check_with(no_rows),
-            ["audit/README.md: the \"proven by\" table has no rows"]
+            check_with("| promise | proven by |\n|---|---|\n\ntext\n"),
+            missing
         );
     }
 
     #[test]
     fn only_the_proven_by_column_is_read() {
-        // `nowhere` in the first column is prose; `|` inside backticks does not split cells.
-        let text = readme(&["| `nowhere` and `a | b` | `crafted_entry_rule` |"]);
+        // `nowhere` in the first column is prose; an escaped `|` does not split cells.
+        let text = readme(&["| `nowhere` and `a \\| b` | `crafted_entry_rule` |"]);
         assert_eq!(check_with(&text), Vec::<String>::new());
+        let two_rows = readme(&["| x | `a` |", "| y | `b` `c` |"]);
         assert_eq!(
-            proven_by_cells(&readme(&["| x | `a` |", "| y | `b` |"])),
-            Ok(vec![(7, " `a` "), (8, " `b` ")])
+            proven_by_spans(&two_rows),
+            Ok(vec![(7, Ok(vec!["a"])), (8, Ok(vec!["b", "c"]))])
         );
     }
 
