@@ -27,7 +27,7 @@ use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
 
-use cargo_metadata::{Metadata, Package};
+use crate::metadata::{Metadata, Package};
 
 use crate::dependency_policy::ALLOW_LISTED_PACKAGE;
 use crate::deps_allow::{self, DepsAllow};
@@ -144,7 +144,7 @@ pub fn inventory(
         let package = metadata
             .packages
             .iter()
-            .find(|p| p.name.as_str() == name && p.version.to_string() == *version)
+            .find(|p| p.name == *name && p.version == *version)
             .ok_or_else(|| format!("{name} {version} is not in cargo metadata"))?;
         let member = metadata.workspace_members.contains(&package.id);
         let via: Vec<&str> = found.via.iter().map(String::as_str).collect();
@@ -168,7 +168,7 @@ pub fn inventory(
             name: name.clone(),
             version: version.clone(),
             license: license(package),
-            source: match package.source.as_ref().map(|source| source.repr.as_str()) {
+            source: match package.source.as_deref() {
                 None if member => "workspace".to_owned(),
                 None => "path".to_owned(),
                 Some(CRATES_IO) => "crates.io".to_owned(),
@@ -190,7 +190,7 @@ pub fn inventory(
 fn license(package: &Package) -> String {
     match (&package.license, &package.license_file) {
         (Some(license), _) => license.clone(),
-        (None, Some(file)) => format!("see its {}", file.file_name().unwrap_or(file.as_str())),
+        (None, Some(file)) => format!("see its {}", file.rsplit('/').next().unwrap_or(file)),
         (None, None) => "none declared".to_owned(),
     }
 }
@@ -367,7 +367,8 @@ mod tests {
     const BUILT: &str = "0plugin_mcp v0.1.0 (/ws)\n1reqwest v1.0.0\n2bytes v1.0.0\n\
         2ring v1.0.0\n3untrusted v1.0.0\n3cc v1.0.0\n4shlex v1.0.0\n2tokio v1.0.0\n3bytes v1.0.0\n\
         1runvil-plugin v0.1.0 (/ws/crates/runvil-plugin)\n2tokio v1.0.0\n3bytes v1.0.0\n\
-        1serde v1.0.0\n2serde_derive v1.0.0 (proc-macro)\n3syn v2.0.0\n1tokio v1.0.0\n2bytes v1.0.0\n";
+        1serde v1.0.0\n2serde_derive v1.0.0 (proc-macro)\n3syn v2.0.0\n\
+        1tokio v1.0.0\n2bytes v1.0.0\n";
 
     /// Metadata with a package for each `name version license`; no license: a license file.
     fn sample(packages: &str) -> Metadata {

@@ -15,8 +15,9 @@
 //!
 //! The table is read as GitHub renders it (pulldown-cmark, GFM tables). The tests are those
 //! `cargo test --workspace --tests -- --list` lists (the benchmark crate, which has none,
-//! excluded so as not to build it), so a name is a test that runs, not any `fn` of that name. Anything else in that column, a row that names nothing, and a README
-//! without the table are violations too, so a typo cannot pass as "not a test name".
+//! excluded so as not to build it), so a name is a test that runs, not any `fn` of that name.
+//! Anything else in that column, a row that names nothing, and a README without the table are
+//! violations too, so a typo cannot pass as "not a test name".
 //! [`check_table`] is a pure function over the README text and [`Known`]; [`check`] gathers
 //! the real workspace's.
 

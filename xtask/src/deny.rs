@@ -6,10 +6,10 @@
 //! while cargo-deny opens its database as a git repository (it reads the last commit's date)
 //! at `<db-path>/<name derived from the database URL>`. So the folder is staged there, in the
 //! git-ignored `.tools/advisory-db` that `deny.toml` names, as a repository of one commit dated
-//! the snapshot's date (any `.git` of the snapshot is left out by git itself); then `cargo deny --offline check [check...]` runs from the workspace
-//! root (`--offline`: no fetch of the database nor of crates). A stage already made from the
-//! same snapshot (the same `SNAPSHOT` file) is kept, so that plain `cargo deny --offline check`
-//! works afterwards too.
+//! the snapshot's date; then `cargo deny --offline --workspace check [check...]` runs from the
+//! workspace root (`--offline`: no fetch of the database nor of crates; `--workspace`: every
+//! member's graph, as cargo unifies features across them). A stage of the same snapshot (the
+//! same `SNAPSHOT` file) is kept, so plain `cargo deny --offline check` works afterwards.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -58,20 +58,20 @@ pub fn command(args: &[String]) -> ExitCode {
         eprintln!("deny: {error}");
         return ExitCode::FAILURE;
     }
-    eprintln!("deny: `cargo deny --offline check {}`", checks.join(" "));
-    match Command::new(env!("CARGO"))
+    eprintln!(
+        "deny: `cargo deny --offline --workspace check {}`",
+        checks.join(" ")
+    );
+    let status = Command::new(env!("CARGO"))
         .current_dir(&root)
-        .args(["deny", "--offline", "check"])
+        .args(["deny", "--offline", "--workspace", "check"])
         .args(checks)
-        .status()
-    {
-        Ok(status) if status.success() => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("deny: cannot run cargo deny ({error}); install it: `{INSTALL_HINT}`");
-            ExitCode::FAILURE
-        }
+        .status();
+    if status.is_ok_and(|status| status.success()) {
+        return ExitCode::SUCCESS;
     }
+    eprintln!("deny: cargo deny failed, or is not installed (`{INSTALL_HINT}`)");
+    ExitCode::FAILURE
 }
 
 /// Stages the snapshot `source` at `staged` as a git repository, unless it already is.

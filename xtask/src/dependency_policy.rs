@@ -2,11 +2,11 @@
 //! on, and that `plugin_mcp`'s direct dependencies are exactly `policy/deps.allow`. Forbidden
 //! crates and features, licenses and sources are `deny.toml`'s, checked by cargo-deny.
 //!
-//! Both take `cargo metadata` as [`cargo_metadata::Metadata`] and return violations.
+//! Both take `cargo metadata` as [`Metadata`] and return violations.
 
 use std::collections::BTreeSet;
 
-use cargo_metadata::{Dependency, DependencyKind, Metadata};
+use crate::metadata::{Dependency, Kind, Metadata};
 
 use crate::deps_allow::{self, DepsAllow};
 
@@ -59,8 +59,7 @@ pub fn allow_list(metadata: &Metadata, allowed: &DepsAllow) -> Vec<String> {
     let members = member_names(metadata);
     let Some(package) = metadata
         .workspace_packages()
-        .into_iter()
-        .find(|package| package.name.as_str() == ALLOW_LISTED_PACKAGE)
+        .find(|package| package.name == ALLOW_LISTED_PACKAGE)
     else {
         violations.push(format!(
             "workspace package {ALLOW_LISTED_PACKAGE} not found in metadata"
@@ -70,7 +69,7 @@ pub fn allow_list(metadata: &Metadata, allowed: &DepsAllow) -> Vec<String> {
     let direct: BTreeSet<&str> = package
         .dependencies
         .iter()
-        .filter(|dependency| dependency.kind != DependencyKind::Development)
+        .filter(|dependency| dependency.kind != Some(Kind::Dev))
         .filter(|dependency| !is_workspace_dependency(dependency, &members))
         .map(|dependency| dependency.name.as_str())
         .collect();
@@ -99,7 +98,6 @@ pub fn allow_list(metadata: &Metadata, allowed: &DepsAllow) -> Vec<String> {
 fn member_names(metadata: &Metadata) -> BTreeSet<&str> {
     metadata
         .workspace_packages()
-        .into_iter()
         .map(|package| package.name.as_str())
         .collect()
 }
@@ -111,9 +109,9 @@ fn is_workspace_dependency(dependency: &Dependency, members: &BTreeSet<&str>) ->
 
 fn kind(dependency: &Dependency) -> &'static str {
     match dependency.kind {
-        DependencyKind::Development => "dev",
-        DependencyKind::Build => "build",
-        _ => "normal",
+        Some(Kind::Dev) => "dev",
+        Some(Kind::Build) => "build",
+        None => "normal",
     }
 }
 

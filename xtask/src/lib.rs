@@ -3,8 +3,9 @@
 //! xtask owns only the rules no standard tool knows, those a code review would otherwise have
 //! to remember. What a well-kept tool does is left to it: bans, forbidden features, licenses,
 //! sources and advisories are `deny.toml`, run by cargo-deny ([`deny`] stages its offline
-//! advisory database); the graph comes from `cargo metadata` (through `cargo_metadata`) and
-//! `cargo tree`; source is read with `syn`; test names come from `cargo test -- --list`.
+//! advisory database); the graph comes from `cargo metadata` (typed: [`metadata`]) and
+//! `cargo tree`; source is read with `syn`, Markdown with `pulldown-cmark`; test names come
+//! from `cargo test -- --list`.
 //!
 //! - **Policy checks** (`cargo test -p build-xtask`, or `cargo run -p build-xtask -- check`):
 //!   - [`dependency_policy::plugin_family_deps`]: a `plugin_*` / `plugin-*` package depends on
@@ -33,6 +34,7 @@ pub mod deny;
 pub mod dependency_policy;
 pub mod deps_allow;
 pub mod interop;
+pub mod metadata;
 pub mod pack_driver;
 pub mod public_api_policy;
 pub mod workspace;
@@ -73,7 +75,7 @@ pub const SUBCOMMANDS: &[Subcommand] = &[
     },
     Subcommand {
         name: "deny",
-        about: "stage ../shared/advisory-db offline (--db-source <dir>) and run `cargo deny --offline check [checks]`",
+        about: "stage ../shared/advisory-db offline (--db-source <dir>) and run `cargo deny --offline --workspace check [checks]`",
         run: deny::command,
     },
 ];

@@ -137,80 +137,64 @@ fn describe(item: &Item) -> String {
 mod tests {
     use super::*;
 
-    fn lib(text: &str) -> Vec<SourceFile> {
-        vec![SourceFile {
-            path: CRATE_ROOT.to_owned(),
-            text: text.to_owned(),
-        }]
+    fn check(files: &[(&str, &str)]) -> Vec<String> {
+        let files: Vec<SourceFile> = files
+            .iter()
+            .map(|(path, text)| SourceFile {
+                path: (*path).to_owned(),
+                text: (*text).to_owned(),
+            })
+            .collect();
+        only_install_is_public(&files)
     }
 
-    const CLEAN_LIB: &str = r###"//! plugin_mcp: pub fn in a doc comment is prose.
-/// Installs the Pack; a `pub struct` mentioned in a doc comment does not count.
-pub fn install(host: &mut dyn Host) -> Result<(), Error> {
-    let text = "pub struct NotCode; pub fn x()";
-    let raw = r##"pub mod "quoted" inside"##;
-    let quote = '"'; let escaped = '\''; // pub use comment
-    /* pub enum in a /* nested */ block comment */
-    helper::<'static>(text, raw, quote, escaped)
-}
-mod client;
-pub(crate) mod config;
-pub(super) fn up() {}
-pub(in crate::config) struct Narrow;
-pub(self) const X: u8 = 1;
-pub(crate) use config::Config;
-macro_rules! local { () => {} }
-"###;
+    /// What each violation names: `path: item`.
+    fn named(violations: &[String]) -> Vec<&str> {
+        violations
+            .iter()
+            .map(|v| v.split(" is public").next().unwrap_or(v))
+            .collect()
+    }
 
     #[test]
     fn clean_crate_root_passes() {
-        let mut files = lib(CLEAN_LIB);
-        files.push(SourceFile {
-            path: "src/client.rs".to_owned(),
-            text: "// no #[macro_export] here\npub(crate) fn connect() {}\npub fn x() {}\n"
-                .to_owned(),
-        });
-        assert_eq!(only_install_is_public(&files), Vec::<String>::new());
+        let lib = "//! `pub struct` in prose.\npub fn install() { let _ = \"pub fn x()\"; }\n\
+                   mod client;\npub(crate) mod config;\npub(super) fn up() {}\n\
+                   pub(in crate::config) struct Narrow;\npub(crate) use config::Config;\n\
+                   macro_rules! local { () => {} }\n";
+        // Outside the crate root, `pub` is unreachable (the lint's business, not this check's).
+        let client = "// no #[macro_export] here\npub fn connect() {}\n";
+        assert_eq!(
+            check(&[(CRATE_ROOT, lib), ("src/client.rs", client)]),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
     fn every_kind_of_public_item_is_reported() {
-        let kinds = [
-            ("fn helper() {}", "`fn helper`"),
-            ("mod client;", "`mod client`"),
-            ("use client::Client;", "`use`"),
-            ("struct Config;", "`struct Config`"),
-            ("enum Mode { A }", "`enum Mode`"),
-            ("const LIMIT: usize = 1;", "`const LIMIT`"),
-            ("static NAME: &str = \"x\";", "`static NAME`"),
-            ("type Alias = u8;", "`type Alias`"),
-            ("trait Tool {}", "`trait Tool`"),
-            ("macro m() {}", "`item`"),
-            ("async fn install() {}", "`fn install`"),
-            ("union U { a: u8 }", "`union U`"),
-        ];
-        for (item, named) in kinds {
-            let text = format!("pub fn install() {{}}\npub {item}\n");
-            let violations = only_install_is_public(&lib(&text));
-            assert_eq!(violations.len(), 1, "{item}: {violations:?}");
-            assert!(
-                violations[0].starts_with(&format!("src/lib.rs: {named} is public")),
-                "{violations:?}"
-            );
-        }
+        let items = "fn helper() {}|mod client {}|use client::Client;|struct Config;|enum Mode { A }|\
+                     const LIMIT: usize = 1;|static NAME: u8 = 1;|type Alias = u8;|trait Tool {}|\
+                     macro m() {}|async fn install() {}|union U { a: u8 }|fn install_all() {}";
+        let lib: String = items
+            .split('|')
+            .map(|item| format!("pub {item}\n"))
+            .collect();
+        let lib = format!("pub fn install() {{}}\n{lib}");
+        assert_eq!(
+            named(&check(&[(CRATE_ROOT, &lib)])).join(", "),
+            "src/lib.rs: `fn helper`, src/lib.rs: `mod client`, src/lib.rs: `use`, src/lib.rs: \
+             `struct Config`, src/lib.rs: `enum Mode`, src/lib.rs: `const LIMIT`, src/lib.rs: \
+             `static NAME`, src/lib.rs: `type Alias`, src/lib.rs: `trait Tool`, src/lib.rs: \
+             `item`, src/lib.rs: `fn install`, src/lib.rs: `union U`, src/lib.rs: `fn install_all`"
+        );
     }
 
     #[test]
     fn public_fields_and_items_of_inline_modules_are_reported() {
-        let text = "pub fn install() {}\nstruct S { pub a: u8 }\nmod m { pub fn f() {} }\n\
-                    impl S { pub fn g(&self) {} }\n";
-        let violations = only_install_is_public(&lib(text));
-        let named: Vec<&str> = violations
-            .iter()
-            .map(|v| v.split(" is public").next().unwrap_or(""))
-            .collect();
+        let lib = "pub fn install() {}\nstruct S { pub a: u8 }\nmod m { pub fn f() {} }\n\
+                   impl S { pub fn g(&self) {} }\n";
         assert_eq!(
-            named,
+            named(&check(&[(CRATE_ROOT, lib)])),
             [
                 "src/lib.rs: `struct S`",
                 "src/lib.rs: `fn f`",
@@ -220,32 +204,30 @@ macro_rules! local { () => {} }
     }
 
     #[test]
-    fn only_exactly_install_is_allowed() {
-        let violations = only_install_is_public(&lib("pub fn install_all() {}\n"));
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(violations[0].contains("`fn install_all`"), "{violations:?}");
-    }
-
-    #[test]
     fn macro_export_anywhere_under_src_is_reported() {
-        let mut files = lib("pub fn install() {}\nmod client;\n");
-        files.push(SourceFile {
-            path: "src/client/macros.rs".to_owned(),
-            text: "\n#[macro_export]\nmacro_rules! leak { () => {} }\n".to_owned(),
-        });
-        let violations = only_install_is_public(&files);
+        let macros = "\n#[macro_export]\nmacro_rules! leak { () => {} }\n";
+        let violations = check(&[(CRATE_ROOT, "pub fn install() {}"), ("src/a/m.rs", macros)]);
         assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(violations[0].starts_with("src/client/macros.rs: `#[macro_export]`"));
+        assert!(violations[0].starts_with("src/a/m.rs: `#[macro_export]`"));
     }
 
     #[test]
     fn missing_crate_root_and_unparsable_files_are_reported() {
-        assert_eq!(
-            only_install_is_public(&[]),
-            ["plugin_mcp has no src/lib.rs to check"]
-        );
-        let violations = only_install_is_public(&lib("pub fn install( {}\n"));
+        assert_eq!(check(&[]), ["plugin_mcp has no src/lib.rs to check"]);
+        let violations = check(&[(CRATE_ROOT, "pub fn install( {}\n")]);
         assert_eq!(violations.len(), 1, "{violations:?}");
         assert!(violations[0].starts_with("src/lib.rs: does not parse as Rust"));
+    }
+
+    #[test]
+    fn only_exactly_install_is_allowed() {
+        let violations = check(&[(
+            CRATE_ROOT,
+            "pub fn install_all() {}\npub async fn install() {}",
+        )]);
+        assert_eq!(
+            named(&violations),
+            ["src/lib.rs: `fn install_all`", "src/lib.rs: `fn install`"]
+        );
     }
 }

@@ -5,7 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use cargo_metadata::{Message, Metadata, MetadataCommand};
+use serde::Deserialize;
+
+use crate::metadata::Metadata;
 
 use crate::public_api_policy::SourceFile;
 
@@ -28,9 +30,7 @@ pub fn cargo_metadata(root: &Path) -> Result<Metadata, String> {
         "--filter-platform",
         TARGET_PLATFORM,
     ];
-    let stdout = String::from_utf8(run_cargo(root, &args)?)
-        .map_err(|error| format!("cargo metadata printed invalid UTF-8: {error}"))?;
-    MetadataCommand::parse(stdout)
+    serde_json::from_slice(&run_cargo(root, &args)?)
         .map_err(|error| format!("cargo metadata printed JSON that does not parse: {error}"))
 }
 
@@ -50,14 +50,21 @@ pub fn build_bin(root: &Path, bin: &str, release: bool) -> Result<PathBuf, Strin
     if !output.status.success() {
         return Err(format!("building {bin} failed ({})", output.status));
     }
-    Message::parse_stream(output.stdout.as_slice())
-        .filter_map(Result::ok)
-        .find_map(|message| match message {
-            Message::CompilerArtifact(artifact) if artifact.target.name == bin => {
-                artifact.executable.map(PathBuf::from)
-            }
-            _ => None,
-        })
+    /// The fields of cargo's `compiler-artifact` message that name a built executable.
+    #[derive(Deserialize)]
+    struct Artifact {
+        target: Target,
+        executable: Option<PathBuf>,
+    }
+    #[derive(Deserialize)]
+    struct Target {
+        name: String,
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Artifact>(line).ok())
+        .find(|artifact| artifact.target.name == bin)
+        .and_then(|artifact| artifact.executable)
         .ok_or_else(|| format!("cargo built no executable named {bin}"))
 }
 
