@@ -207,14 +207,14 @@ pub fn render(entries: &[Entry]) -> String {
     let count = |used: Use| entries.iter().filter(|entry| entry.used == used).count();
     let direct = entries
         .iter()
-        .filter(|entry| entry.why.starts_with("direct"))
+        .filter(|e| e.why.starts_with("direct"))
         .count();
-    let mut licenses: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut licenses: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for entry in entries {
         licenses
-            .entry(entry.license.as_str())
+            .entry(&entry.license)
             .or_default()
-            .push(entry.name.as_str());
+            .insert(&entry.name);
     }
     let mut out = String::new();
     out.push_str(&format!(
@@ -238,13 +238,9 @@ pub fn render(entries: &[Entry]) -> String {
         count(Use::BuildTime),
     ));
     out.push_str("## Licenses\n\n| license (as declared) | crates |\n|---|---|\n");
-    for (license, names) in &licenses {
-        let names: BTreeSet<&str> = names.iter().copied().collect();
-        out.push_str(&format!(
-            "| {} | {} |\n",
-            escape(license),
-            names.into_iter().collect::<Vec<_>>().join(", ")
-        ));
+    for (license, names) in licenses {
+        let names: Vec<&str> = names.into_iter().collect();
+        out.push_str(&format!("| {} | {} |\n", escape(license), names.join(", ")));
     }
     out.push_str(
         "\n## Crates\n\n| crate | version | license | source | use | why it is here |\n\
@@ -257,9 +253,10 @@ pub fn render(entries: &[Entry]) -> String {
             entry.version,
             escape(&entry.license),
             escape(&entry.source),
-            match entry.used {
-                Use::Linked => "linked",
-                Use::BuildTime => "build",
+            if entry.used == Use::Linked {
+                "linked"
+            } else {
+                "build"
             },
             escape(&entry.why),
         ));

@@ -46,7 +46,8 @@ pub fn command(args: &[String]) -> ExitCode {
     match run_all(&workspace::root()) {
         Ok(violations) if violations.is_empty() => {
             println!(
-                "policy: all {CHECK_COUNT} checks passed (bans and features: `build-xtask -- deny`)"
+                "policy: all {CHECK_COUNT} checks passed (bans, features, licenses, advisories: \
+                 `cargo run -p build-xtask -- deny`)"
             );
             ExitCode::SUCCESS
         }

@@ -94,7 +94,8 @@ impl<'ast> Visit<'ast> for Finder {
     fn visit_item_fn(&mut self, function: &'ast ItemFn) {
         let plain_install = function.sig.ident == "install" && function.sig.asyncness.is_none();
         if plain_install && matches!(function.vis, Visibility::Public(_)) {
-            // The one public item: only what is inside it is looked at.
+            // The one public item (a plain `fn`: an `async` one would not be the contract's
+            // entry point): only what is inside it is looked at.
             visit::visit_block(self, &function.block);
         } else {
             visit::visit_item_fn(self, function);
