@@ -116,12 +116,12 @@ fn kind(dependency: &Dependency) -> &'static str {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use serde_json::{Value, json};
 
     /// One package of `cargo metadata` with the fields cargo_metadata requires.
-    pub(crate) fn package(name: &str, version: &str, source: Option<&str>, extra: Value) -> Value {
+    fn package(name: &str, version: &str, source: Option<&str>, extra: Value) -> Value {
         let mut package = json!({ "name": name, "version": version, "source": source,
             "id": format!("{name}@{version}"), "dependencies": [], "targets": [], "features": {},
             "manifest_path": format!("/ws/{name}/Cargo.toml") });
@@ -132,7 +132,7 @@ pub(crate) mod tests {
     }
 
     /// `cargo metadata` of `packages`, the named ones being the workspace's members.
-    pub(crate) fn metadata(packages: Vec<Value>, members: &[&str]) -> Metadata {
+    fn metadata(packages: Vec<Value>, members: &[&str]) -> Metadata {
         let ids = packages
             .iter()
             .filter(|p| members.iter().any(|m| p["name"] == *m));
