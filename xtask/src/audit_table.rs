@@ -411,6 +411,20 @@ mod tests {
     }
 
     #[test]
+    fn each_form_of_span_is_classified() {
+        use Reference::{Command, File, Test, TestModule};
+        assert_eq!(classify("tests/config.rs"), Ok(File("tests/config.rs")));
+        assert_eq!(classify("clippy.toml"), Ok(File("clippy.toml")));
+        assert_eq!(classify("a::tests"), Ok(TestModule("a::tests")));
+        assert_eq!(classify("a::tests::b"), Ok(Test("a::tests::b")));
+        // A version number is not a file, and not a test either.
+        assert!(classify("v1.2").is_err());
+        let command = classify("cargo run -p build-xtask -- audit --check");
+        assert_eq!(command, Ok(Command("audit")));
+        assert!(classify("cargo run -p build-xtask -- ").is_err());
+    }
+
+    #[test]
     fn the_subcommands_the_audit_names_exist() {
         let names: Vec<&str> = crate::SUBCOMMANDS.iter().map(|s| s.name).collect();
         for expected in ["check", "audit", "deny"] {
