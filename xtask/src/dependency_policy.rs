@@ -120,56 +120,28 @@ mod tests {
     use super::*;
     use serde_json::{Value, json};
 
-    /// One package of `cargo metadata` with the fields cargo_metadata requires.
-    fn package(name: &str, version: &str, source: Option<&str>, extra: Value) -> Value {
-        let mut package = json!({ "name": name, "version": version, "source": source,
-            "id": format!("{name}@{version}"), "dependencies": [], "targets": [], "features": {},
-            "manifest_path": format!("/ws/{name}/Cargo.toml") });
-        if let (Some(package), Value::Object(extra)) = (package.as_object_mut(), extra) {
-            package.extend(extra);
-        }
-        package
-    }
-
-    /// `cargo metadata` of `packages`, the named ones being the workspace's members.
-    fn metadata(packages: Vec<Value>, members: &[&str]) -> Metadata {
-        let ids = packages
-            .iter()
-            .filter(|p| members.iter().any(|m| p["name"] == *m));
-        let ids: Vec<&Value> = ids.into_iter().map(|p| &p["id"]).collect();
-        let json = json!({ "packages": packages, "workspace_members": ids, "resolve": null,
-            "workspace_root": "/ws", "target_directory": "/ws/target", "version": 1 });
-        serde_json::from_value(json).expect("crafted metadata")
-    }
-
     /// A workspace, one `package: dependency...` a line; a dependency is `name` from crates.io
     /// or `@name` from the workspace, with `/dev` or `/build` for its kind.
     fn workspace(lines: &str) -> Metadata {
         let crates_io = "registry+https://github.com/rust-lang/crates.io-index";
-        let mut names = Vec::new();
-        let packages = lines.lines().map(|line| {
-            let (name, deps) = line.split_once(':').expect("`package: dependencies`");
-            names.push(name.trim());
-            let deps = deps.split_whitespace().map(|dep| {
-                let (dep, kind) = dep
-                    .split_once('/')
-                    .map_or((dep, None), |(d, k)| (d, Some(k)));
-                let (dep, source) = dep
-                    .strip_prefix('@')
-                    .map_or((dep, Some(crates_io)), |d| (d, None));
-                json!({ "name": dep, "kind": kind, "source": source, "req": "*", "optional": false,
-                    "uses_default_features": true, "features": [], "target": null,
-                    "rename": null, "registry": null })
-            });
-            package(
-                name.trim(),
-                "0.1.0",
-                None,
-                json!({ "dependencies": deps.collect::<Vec<_>>() }),
-            )
-        });
-        let packages: Vec<Value> = packages.collect();
-        metadata(packages, &names)
+        let packages: Vec<Value> = lines
+            .lines()
+            .map(|line| {
+                let (name, deps) = line.split_once(':').expect("`package: dependencies`");
+                let deps: Vec<Value> = deps
+                    .split_whitespace()
+                    .map(|dep| {
+                        let (dep, kind) = dep.split_once('/').map_or((dep, None), |(d, k)| (d, Some(k)));
+                        let (dep, source) = dep.strip_prefix('@').map_or((dep, Some(crates_io)), |d| (d, None));
+                        json!({ "name": dep, "kind": kind, "source": source })
+                    })
+                    .collect();
+                json!({ "name": name, "version": "0.1.0", "id": name, "source": null, "dependencies": deps })
+            })
+            .collect();
+        let members: Vec<&Value> = packages.iter().map(|package| &package["id"]).collect();
+        let json = json!({ "packages": packages, "workspace_members": members });
+        serde_json::from_value(json).expect("crafted metadata")
     }
 
     #[test]
