@@ -93,45 +93,41 @@ pub fn stage(source: &Path, staged: &Path) -> Result<(), String> {
         fs::remove_dir_all(staged)
             .map_err(|error| format!("cannot clear {}: {error}", staged.display()))?;
     }
+    fs::create_dir_all(staged)
+        .map_err(|error| format!("cannot create {}: {error}", staged.display()))?;
     // git copies the snapshot: committed from where it is, then checked out into the stage.
-    let source = source.to_string_lossy();
-    let from_source = ["--work-tree", &source];
+    let work_tree = format!("--work-tree={}", source.display());
+    git(staged, &["init", "--quiet", "."], date)?;
+    git(staged, &[&work_tree, "add", "--all"], date)?;
     let commit = [
-        "-c",
-        "user.name=build-xtask",
-        "-c",
-        "user.email=build-xtask@localhost",
-        "-c",
-        "commit.gpgsign=false",
         "commit",
         "--quiet",
-        "-m",
+        "--no-gpg-sign",
+        "--message",
         "snapshot",
     ];
-    git(staged, &["init", "--quiet", "."], None)?;
-    git(
-        staged,
-        &[&from_source[..], &["add", "--all"]].concat(),
-        None,
-    )?;
-    git(staged, &[&from_source[..], &commit].concat(), Some(date))?;
-    git(staged, &["reset", "--quiet", "--hard"], None)
+    git(staged, &[&[work_tree.as_str()][..], &commit].concat(), date)?;
+    git(staged, &["reset", "--quiet", "--hard"], date)
 }
 
-/// `git -C <repository> <args>`, dated `date` (a commit's author and committer date) if given.
-fn git(repository: &Path, args: &[&str], date: Option<&str>) -> Result<(), String> {
-    fs::create_dir_all(repository)
-        .map_err(|error| format!("cannot create {}: {error}", repository.display()))?;
-    let timestamp = date.map(|date| format!("{date}T00:00:00Z"));
+/// `git -C <repository> <args>`, as build-xtask, on `date` (what a commit records).
+fn git(repository: &Path, args: &[&str], date: &str) -> Result<(), String> {
+    let (who, email, when) = (
+        "build-xtask",
+        "build-xtask@localhost",
+        format!("{date}T00:00:00Z"),
+    );
     let output = Command::new("git")
         .arg("-C")
         .arg(repository)
         .args(args)
-        .envs(
-            timestamp
-                .iter()
-                .flat_map(|t| [("GIT_AUTHOR_DATE", t), ("GIT_COMMITTER_DATE", t)]),
-        )
+        .envs([
+            ("GIT_AUTHOR_NAME", who),
+            ("GIT_AUTHOR_EMAIL", email),
+            ("GIT_AUTHOR_DATE", &when),
+        ])
+        .envs([("GIT_COMMITTER_NAME", who), ("GIT_COMMITTER_EMAIL", email)])
+        .env("GIT_COMMITTER_DATE", &when)
         .env_remove("GIT_DIR")
         .env_remove("GIT_INDEX_FILE")
         .output()
@@ -139,11 +135,12 @@ fn git(repository: &Path, args: &[&str], date: Option<&str>) -> Result<(), Strin
     if output.status.success() {
         return Ok(());
     }
+    let stderr = String::from_utf8_lossy(&output.stderr);
     Err(format!(
         "git {} failed in {}: {}",
         args.join(" "),
         repository.display(),
-        String::from_utf8_lossy(&output.stderr).trim()
+        stderr.trim()
     ))
 }
 
