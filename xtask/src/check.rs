@@ -1,12 +1,17 @@
-//! `check`: every policy check on the real workspace.
+//! `check`: every project-specific policy check on the real workspace.
+
+// A command whose output (the violations) is its result.
+#![allow(clippy::print_stdout)]
 
 use std::path::Path;
+use std::process::ExitCode;
 
-use crate::dependency_policy::{allow_list, forbidden_features, plugin_family_deps};
+use crate::dependency_policy::{allow_list, plugin_family_deps};
+use crate::deps_allow::DepsAllow;
 use crate::public_api_policy::only_install_is_public;
 use crate::workspace;
 
-/// Runs the four policy checks on the workspace at `root` (`plugin_mcp` is the root package),
+/// Runs the policy checks on the workspace at `root` (`plugin_mcp` is the root package),
 /// returning every violation prefixed with the name of the check that found it.
 ///
 /// `Err` means the data could not be gathered (cargo metadata failed, a file is unreadable),
@@ -14,22 +19,48 @@ use crate::workspace;
 pub fn run_all(root: &Path) -> Result<Vec<String>, String> {
     let metadata = workspace::cargo_metadata(root)?;
     let sources = workspace::read_sources(root)?;
-    let deps_allow = workspace::read_deps_allow(root)?;
+    let allowed = DepsAllow::read(root)?;
     let results = [
         ("plugin_family_deps", plugin_family_deps(&metadata)),
         ("only_install_is_public", only_install_is_public(&sources)),
-        ("allow_list", allow_list(&metadata, &deps_allow)),
-        ("forbidden_features", forbidden_features(&metadata)),
+        ("allow_list", allow_list(&metadata, &allowed)),
     ];
     Ok(results
         .into_iter()
         .flat_map(|(check, violations)| {
-            violations
-                .into_iter()
-                .map(move |violation| format!("{check}: {violation}"))
+            violations.into_iter().map(move |v| format!("{check}: {v}"))
         })
         .collect())
 }
 
 /// How many checks [`run_all`] runs.
-pub const CHECK_COUNT: usize = 4;
+pub const CHECK_COUNT: usize = 3;
+
+/// The subcommand's entry point: prints every violation on stdout; exit code 1 if there is
+/// any or the checks could not run.
+pub fn command(args: &[String]) -> ExitCode {
+    if !args.is_empty() {
+        eprintln!("usage: cargo run -p build-xtask -- check");
+        return ExitCode::from(2);
+    }
+    match run_all(&workspace::root()) {
+        Ok(violations) if violations.is_empty() => {
+            println!(
+                "policy: all {CHECK_COUNT} checks passed (bans, features, licenses, advisories: \
+                 `cargo run -p build-xtask -- deny`)"
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(violations) => {
+            for violation in &violations {
+                println!("{violation}");
+            }
+            eprintln!("policy: {} violation(s)", violations.len());
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("policy: the checks could not run: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -2,19 +2,19 @@
 //!
 //! A Host reaches a Plugin only through the Plugin contract (`runvil-plugin`), which `install`
 //! hands over; anything else `plugin_mcp` exported would become an API that Hosts could couple
-//! to. This check reads the crate root's text rather than compiling it, so it stays simple:
+//! to. The sources are parsed with `syn`, not compiled:
 //!
-//! - it looks only at `src/lib.rs`: items inside private modules (the other files) cannot be
-//!   reached from outside, and a `pub` on them is already flagged by the workspace lint
-//!   `unreachable_pub`; a private module re-exported with `pub use` is caught here;
-//! - every plain `pub` in `src/lib.rs` counts, not only items (a `pub` field or an item of an
-//!   inline module counts too): restricted visibility (`pub(crate)`, `pub(super)`,
-//!   `pub(self)`, `pub(in path)`) is fine;
+//! - only `src/lib.rs` is searched for `pub`: items of the other files sit in private modules
+//!   and cannot be reached from outside (a `pub` on them is flagged by the workspace lint
+//!   `unreachable_pub`); a private module re-exported with `pub use` is caught here;
+//! - every plain `pub` in `src/lib.rs` counts, on an item, a field, a variant's field or an
+//!   item of an inline module; restricted visibility (`pub(crate)`, `pub(super)`, `pub(in
+//!   path)`) is fine;
 //! - `#[macro_export]` is looked for in every file under `src/`, since an exported macro is
-//!   public wherever it is defined;
-//! - before scanning, comments (`//` line comments, which include the `///` and `//!` doc
-//!   comments, and `/* */` block comments), string literals (plain, byte, C and raw) and char
-//!   literals are blanked out, so a `pub` in prose or in a string does not count.
+//!   public wherever it is defined.
+
+use syn::visit::{self, Visit};
+use syn::{Attribute, Item, ItemFn, Visibility};
 
 /// One source file: its path relative to the package root (with `/`), and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,297 +29,206 @@ pub struct SourceFile {
 pub const CRATE_ROOT: &str = "src/lib.rs";
 
 /// Returns a violation for every plain `pub` in `src/lib.rs` other than `pub fn install`, and
-/// for every `#[macro_export]` in any of `files`. `files` are the `.rs` files under `src/`
-/// (see [`SourceFile::path`]); a missing `src/lib.rs` is a violation too.
+/// for every `#[macro_export]` in any of `files` (the `.rs` files under `src/`). A missing
+/// `src/lib.rs`, or a file that does not parse, is a violation too.
 pub fn only_install_is_public(files: &[SourceFile]) -> Vec<String> {
     let mut violations = Vec::new();
-    match files.iter().find(|file| file.path == CRATE_ROOT) {
-        None => violations.push(format!("plugin_mcp has no {CRATE_ROOT} to check")),
-        Some(lib) => {
-            let blanked = blank_comments_and_literals(&lib.text);
-            let tokens = tokens(&blanked);
-            for (index, token) in tokens.iter().enumerate() {
-                if token.text != "pub" {
-                    continue;
-                }
-                let next = |offset: usize| tokens.get(index + offset).map_or("", |t| t.text);
-                if next(1) == "(" || (next(1) == "fn" && next(2) == "install") {
-                    continue;
-                }
-                violations.push(format!(
-                    "{CRATE_ROOT}:{}: `pub {} {}` is public; plugin_mcp may make only \
-                     `pub fn install` public (use `pub(crate)` or no `pub`)",
-                    token.line,
-                    next(1),
-                    next(2)
-                ));
-            }
-        }
+    if !files.iter().any(|file| file.path == CRATE_ROOT) {
+        violations.push(format!("plugin_mcp has no {CRATE_ROOT} to check"));
     }
     for file in files {
-        for token in tokens(&blank_comments_and_literals(&file.text)) {
-            if token.text == "macro_export" {
-                violations.push(format!(
-                    "{}:{}: `#[macro_export]` makes a macro public; plugin_mcp exports only \
-                     `pub fn install`",
-                    file.path, token.line
-                ));
+        let parsed = match syn::parse_file(&file.text) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                violations.push(format!("{}: does not parse as Rust: {error}", file.path));
+                continue;
             }
+        };
+        let mut finder = Finder {
+            crate_root: file.path == CRATE_ROOT,
+            ..Finder::default()
+        };
+        finder.visit_file(&parsed);
+        violations.extend(finder.public.into_iter().map(|item| {
+            format!(
+                "{}: {item} is public; plugin_mcp may make only `pub fn install` public (use \
+                 `pub(crate)` or no `pub`)",
+                file.path
+            )
+        }));
+        if finder.macro_exports > 0 {
+            violations.push(format!(
+                "{}: `#[macro_export]` makes a macro public; plugin_mcp exports only `pub fn \
+                 install`",
+                file.path
+            ));
         }
     }
     violations
 }
 
-/// A word (identifier or keyword) or a single punctuation character, with its 1-based line.
-#[derive(Debug, PartialEq, Eq)]
-struct Token<'a> {
-    text: &'a str,
-    line: usize,
+/// Walks one file, noting each plain `pub` (in the crate root) by the item it is in.
+#[derive(Default)]
+struct Finder {
+    crate_root: bool,
+    /// The innermost item being walked, as `pub` findings name it.
+    item: String,
+    public: Vec<String>,
+    macro_exports: usize,
 }
 
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// Splits (already blanked) source into words and single punctuation characters.
-fn tokens(source: &str) -> Vec<Token<'_>> {
-    let mut found = Vec::new();
-    let mut line = 1;
-    let mut word_start: Option<usize> = None;
-    for (at, c) in source.char_indices() {
-        if is_word_char(c) {
-            word_start.get_or_insert(at);
-            continue;
+impl<'ast> Visit<'ast> for Finder {
+    fn visit_item(&mut self, item: &'ast Item) {
+        let outer = std::mem::replace(&mut self.item, describe(item));
+        // `pub macro` (macros 2.0) is not parsed into an item with a visibility.
+        if let Item::Verbatim(tokens) = item
+            && self.crate_root
+            && tokens.to_string().starts_with("pub ")
+        {
+            self.public.push(self.item.clone());
         }
-        if let Some(start) = word_start.take() {
-            found.push(Token {
-                text: &source[start..at],
-                line,
-            });
-        }
-        if c == '\n' {
-            line += 1;
-        } else if !c.is_whitespace() {
-            found.push(Token {
-                text: &source[at..at + c.len_utf8()],
-                line,
-            });
-        }
+        visit::visit_item(self, item);
+        self.item = outer;
     }
-    if let Some(start) = word_start {
-        found.push(Token {
-            text: &source[start..],
-            line,
-        });
-    }
-    found
-}
 
-/// Replaces comments, string literals and char literals with spaces, keeping newlines (so line
-/// numbers stay right) and everything else as it was. Lifetimes and labels (`'a`) are kept.
-fn blank_comments_and_literals(source: &str) -> String {
-    let chars: Vec<char> = source.chars().collect();
-    let mut out = String::with_capacity(source.len());
-    let blank = |out: &mut String, c: char| out.push(if c == '\n' { '\n' } else { ' ' });
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                blank(&mut out, chars[i]);
-                i += 1;
-            }
-        } else if c == '/' && next == Some('*') {
-            // Block comments nest in Rust.
-            let mut depth = 0_usize;
-            while i < chars.len() {
-                let pair = (chars[i], chars.get(i + 1).copied());
-                if pair == ('/', Some('*')) {
-                    depth += 1;
-                    out.push_str("  ");
-                    i += 2;
-                } else if pair == ('*', Some('/')) {
-                    depth -= 1;
-                    out.push_str("  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    blank(&mut out, chars[i]);
-                    i += 1;
-                }
-            }
-        } else if is_word_char(c) {
-            // A whole word, so that an `r` or `b` inside an identifier is never a prefix.
-            let start = i;
-            while i < chars.len() && is_word_char(chars[i]) {
-                i += 1;
-            }
-            let word: String = chars[start..i].iter().collect();
-            let hashes = chars[i..].iter().take_while(|&&h| h == '#').count();
-            if matches!(word.as_str(), "r" | "br" | "cr") && chars.get(i + hashes) == Some(&'"') {
-                // Raw string: ends at a `"` followed by the same number of `#`.
-                let mut end = i + hashes + 1;
-                while end < chars.len()
-                    && !(chars[end] == '"'
-                        && chars[end + 1..].iter().take_while(|&&h| h == '#').count() >= hashes)
-                {
-                    end += 1;
-                }
-                end = (end + 1 + hashes).min(chars.len());
-                for &skipped in &chars[start..end] {
-                    blank(&mut out, skipped);
-                }
-                i = end;
-            } else {
-                out.push_str(&word);
-            }
-        } else if c == '"' {
-            blank(&mut out, c);
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                if chars[i] == '\\' {
-                    blank(&mut out, chars[i]);
-                    i += 1;
-                }
-                if let Some(&escaped) = chars.get(i) {
-                    blank(&mut out, escaped);
-                    i += 1;
-                }
-            }
-            if i < chars.len() {
-                blank(&mut out, chars[i]);
-                i += 1;
-            }
-        } else if c == '\'' && next == Some('\\') {
-            // Escaped char literal such as '\'' or '\u{1F600}': skip the escaped character,
-            // then up to the closing quote.
-            let mut end = (i + 3).min(chars.len());
-            while end < chars.len() && chars[end] != '\'' {
-                end += 1;
-            }
-            end = (end + 1).min(chars.len());
-            for &skipped in &chars[i..end] {
-                blank(&mut out, skipped);
-            }
-            i = end;
-        } else if c == '\'' && chars.get(i + 2) == Some(&'\'') {
-            // One-character literal such as '"'.
-            out.push_str("   ");
-            i += 3;
+    fn visit_item_fn(&mut self, function: &'ast ItemFn) {
+        let plain_install = function.sig.ident == "install" && function.sig.asyncness.is_none();
+        if plain_install && matches!(function.vis, Visibility::Public(_)) {
+            // The one public item (a plain `fn`: an `async` one would not be the contract's
+            // entry point): only what is inside it is looked at.
+            visit::visit_block(self, &function.block);
         } else {
-            // Any other character, including the `'` of a lifetime or label.
-            out.push(c);
-            i += 1;
+            visit::visit_item_fn(self, function);
         }
     }
-    out
+
+    fn visit_visibility(&mut self, visibility: &'ast Visibility) {
+        if self.crate_root && matches!(visibility, Visibility::Public(_)) {
+            self.public.push(self.item.clone());
+        }
+    }
+
+    fn visit_attribute(&mut self, attribute: &'ast Attribute) {
+        if attribute.path().is_ident("macro_export") {
+            self.macro_exports += 1;
+        }
+    }
+}
+
+/// `` `struct Config` ``, `` `fn helper` ``, ...: the item's kind and name.
+fn describe(item: &Item) -> String {
+    let (kind, name) = match item {
+        Item::Const(item) => ("const", item.ident.to_string()),
+        Item::Enum(item) => ("enum", item.ident.to_string()),
+        Item::Fn(item) => ("fn", item.sig.ident.to_string()),
+        Item::Mod(item) => ("mod", item.ident.to_string()),
+        Item::Static(item) => ("static", item.ident.to_string()),
+        Item::Struct(item) => ("struct", item.ident.to_string()),
+        Item::Trait(item) => ("trait", item.ident.to_string()),
+        Item::Type(item) => ("type", item.ident.to_string()),
+        Item::Union(item) => ("union", item.ident.to_string()),
+        Item::Use(_) => ("use", String::new()),
+        Item::Impl(_) => ("impl", String::new()),
+        _ => ("item", String::new()),
+    };
+    format!("`{}`", format!("{kind} {name}").trim_end())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lib(text: &str) -> Vec<SourceFile> {
-        vec![SourceFile {
-            path: CRATE_ROOT.to_owned(),
-            text: text.to_owned(),
-        }]
+    fn check(files: &[(&str, &str)]) -> Vec<String> {
+        let files: Vec<SourceFile> = files
+            .iter()
+            .map(|(path, text)| SourceFile {
+                path: (*path).to_owned(),
+                text: (*text).to_owned(),
+            })
+            .collect();
+        only_install_is_public(&files)
     }
 
-    const CLEAN_LIB: &str = r###"//! plugin_mcp: pub fn in a doc comment is prose.
-/// Installs the Pack; a `pub struct` mentioned in a doc comment does not count.
-pub fn install(host: &mut dyn Host) -> Result<(), Error> {
-    let text = "pub struct NotCode; pub fn x()";
-    let raw = r##"pub mod "quoted" inside"##;
-    let quote = '"'; let escaped = '\''; // pub use comment
-    /* pub enum in a /* nested */ block comment */
-    helper::<'static>(text, raw, quote, escaped)
-}
-mod client;
-pub(crate) mod config;
-pub(super) fn up() {}
-pub(in crate::config) struct Narrow;
-pub(self) const X: u8 = 1;
-pub(crate) use config::Config;
-macro_rules! local { () => {} }
-"###;
+    /// What each violation names: `path: item`.
+    fn named(violations: &[String]) -> Vec<&str> {
+        violations
+            .iter()
+            .map(|v| v.split(" is public").next().unwrap_or(v))
+            .collect()
+    }
 
     #[test]
     fn clean_crate_root_passes() {
-        let mut files = lib(CLEAN_LIB);
-        files.push(SourceFile {
-            path: "src/client.rs".to_owned(),
-            text: "// no #[macro_export] here\npub(crate) fn connect() {}\n".to_owned(),
-        });
-        assert_eq!(only_install_is_public(&files), Vec::<String>::new());
+        let lib = "//! `pub struct` in prose.\npub fn install() { let _ = \"pub fn x()\"; }\n\
+                   mod client;\npub(crate) mod config;\npub(super) fn up() {}\n\
+                   pub(in crate::config) struct Narrow;\npub(crate) use config::Config;\n\
+                   macro_rules! local { () => {} }\n";
+        // Outside the crate root, `pub` is unreachable (the lint's business, not this check's).
+        let client = "// no #[macro_export] here\npub fn connect() {}\n";
+        assert_eq!(
+            check(&[(CRATE_ROOT, lib), ("src/client.rs", client)]),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
     fn every_kind_of_public_item_is_reported() {
-        let kinds = [
-            "fn helper() {}",
-            "mod client;",
-            "use client::Client;",
-            "struct Config;",
-            "enum Mode { A }",
-            "const LIMIT: usize = 1;",
-            "static NAME: &str = \"x\";",
-            "type Alias = u8;",
-            "trait Tool {}",
-            "macro m() {}",
-            "async fn install() {}",
-        ];
-        for item in kinds {
-            let text = format!("pub fn install() {{}}\npub {item}\n");
-            let violations = only_install_is_public(&lib(&text));
-            assert_eq!(violations.len(), 1, "{item}: {violations:?}");
-            assert!(
-                violations[0].starts_with("src/lib.rs:2: `pub "),
-                "{violations:?}"
-            );
-        }
+        let items = "fn helper() {}|mod client {}|use client::Client;|struct Config;|enum Mode { A }|\
+                     const LIMIT: usize = 1;|static NAME: u8 = 1;|type Alias = u8;|trait Tool {}|\
+                     macro m() {}|async fn install() {}|union U { a: u8 }|fn install_all() {}";
+        let lib: String = items
+            .split('|')
+            .map(|item| format!("pub {item}\n"))
+            .collect();
+        let lib = format!("pub fn install() {{}}\n{lib}");
+        assert_eq!(
+            named(&check(&[(CRATE_ROOT, &lib)])).join(", "),
+            "src/lib.rs: `fn helper`, src/lib.rs: `mod client`, src/lib.rs: `use`, src/lib.rs: \
+             `struct Config`, src/lib.rs: `enum Mode`, src/lib.rs: `const LIMIT`, src/lib.rs: \
+             `static NAME`, src/lib.rs: `type Alias`, src/lib.rs: `trait Tool`, src/lib.rs: \
+             `item`, src/lib.rs: `fn install`, src/lib.rs: `union U`, src/lib.rs: `fn install_all`"
+        );
     }
 
     #[test]
-    fn only_exactly_install_is_allowed() {
-        let violations = only_install_is_public(&lib("pub fn install_all() {}\n"));
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(
-            violations[0].contains("`pub fn install_all`"),
-            "{violations:?}"
+    fn public_fields_and_items_of_inline_modules_are_reported() {
+        let lib = "pub fn install() {}\nstruct S { pub a: u8 }\nmod m { pub fn f() {} }\n\
+                   impl S { pub fn g(&self) {} }\n";
+        assert_eq!(
+            named(&check(&[(CRATE_ROOT, lib)])),
+            [
+                "src/lib.rs: `struct S`",
+                "src/lib.rs: `fn f`",
+                "src/lib.rs: `impl`"
+            ]
         );
     }
 
     #[test]
     fn macro_export_anywhere_under_src_is_reported() {
-        let mut files = lib("pub fn install() {}\nmod client;\n");
-        files.push(SourceFile {
-            path: "src/client/macros.rs".to_owned(),
-            text: "\n#[macro_export]\nmacro_rules! leak { () => {} }\n".to_owned(),
-        });
-        let violations = only_install_is_public(&files);
+        let macros = "\n#[macro_export]\nmacro_rules! leak { () => {} }\n";
+        let violations = check(&[(CRATE_ROOT, "pub fn install() {}"), ("src/a/m.rs", macros)]);
         assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(violations[0].starts_with("src/client/macros.rs:2: `#[macro_export]`"));
+        assert!(violations[0].starts_with("src/a/m.rs: `#[macro_export]`"));
     }
 
     #[test]
-    fn missing_crate_root_is_reported() {
-        let violations = only_install_is_public(&[]);
+    fn missing_crate_root_and_unparsable_files_are_reported() {
+        assert_eq!(check(&[]), ["plugin_mcp has no src/lib.rs to check"]);
+        let violations = check(&[(CRATE_ROOT, "pub fn install( {}\n")]);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].starts_with("src/lib.rs: does not parse as Rust"));
+    }
+
+    #[test]
+    fn only_exactly_install_is_allowed() {
+        let violations = check(&[(
+            CRATE_ROOT,
+            "pub fn install_all() {}\npub async fn install() {}",
+        )]);
         assert_eq!(
-            violations,
-            vec!["plugin_mcp has no src/lib.rs to check".to_owned()]
+            named(&violations),
+            ["src/lib.rs: `fn install_all`", "src/lib.rs: `fn install`"]
         );
-    }
-
-    #[test]
-    fn blanking_keeps_code_lines_and_lifetimes() {
-        let source = "a /* x\ny */ b // c\n\"s\\\"t\" 'q' '\\n' &'a r#\"z\"# br\"w\" d";
-        let blanked = blank_comments_and_literals(source);
-        let words: Vec<&str> = tokens(&blanked).iter().map(|t| t.text).collect();
-        assert_eq!(words, ["a", "b", "&", "'", "a", "d"]);
-        assert_eq!(blanked.lines().count(), source.lines().count());
     }
 }

@@ -1,19 +1,18 @@
-//! The I/O that gathers the real workspace's data for the checks: `cargo metadata`, the
-//! source files of `plugin_mcp`, and `policy/deps.allow`.
+//! The I/O that gathers the real workspace's data for the checks (`cargo metadata`, the
+//! source files of `plugin_mcp`) and runs the tools the commands need (cargo, npm).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde_json::Value;
+use serde::Deserialize;
+
+use crate::metadata::Metadata;
 
 use crate::public_api_policy::SourceFile;
 
 /// The target the dependency checks resolve for (the platform `plugin_mcp` ships on).
 pub const TARGET_PLATFORM: &str = "x86_64-unknown-linux-gnu";
-
-/// The allow-list of `plugin_mcp`'s direct dependencies, relative to the workspace root.
-pub const DEPS_ALLOW_PATH: &str = "policy/deps.allow";
 
 /// The workspace root: the parent of this crate's manifest directory.
 pub fn root() -> PathBuf {
@@ -22,7 +21,7 @@ pub fn root() -> PathBuf {
 
 /// Runs `cargo metadata --format-version 1 --locked --filter-platform
 /// x86_64-unknown-linux-gnu` in `root` and parses its JSON.
-pub fn cargo_metadata(root: &Path) -> Result<Value, String> {
+pub fn cargo_metadata(root: &Path) -> Result<Metadata, String> {
     let args = [
         "metadata",
         "--format-version",
@@ -31,8 +30,7 @@ pub fn cargo_metadata(root: &Path) -> Result<Value, String> {
         "--filter-platform",
         TARGET_PLATFORM,
     ];
-    let stdout = run_cargo(root, &args)?;
-    serde_json::from_slice(&stdout)
+    serde_json::from_slice(&run_cargo(root, &args)?)
         .map_err(|error| format!("cargo metadata printed JSON that does not parse: {error}"))
 }
 
@@ -52,12 +50,21 @@ pub fn build_bin(root: &Path, bin: &str, release: bool) -> Result<PathBuf, Strin
     if !output.status.success() {
         return Err(format!("building {bin} failed ({})", output.status));
     }
+    /// The fields of cargo's `compiler-artifact` message that name a built executable.
+    #[derive(Deserialize)]
+    struct Artifact {
+        target: Target,
+        executable: Option<PathBuf>,
+    }
+    #[derive(Deserialize)]
+    struct Target {
+        name: String,
+    }
     String::from_utf8_lossy(&output.stdout)
         .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["reason"] == "compiler-artifact")
-        .filter(|message| message["target"]["name"] == bin)
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .filter_map(|line| serde_json::from_str::<Artifact>(line).ok())
+        .find(|artifact| artifact.target.name == bin)
+        .and_then(|artifact| artifact.executable)
         .ok_or_else(|| format!("cargo built no executable named {bin}"))
 }
 
@@ -66,11 +73,16 @@ pub fn build_bin(root: &Path, bin: &str, release: bool) -> Result<PathBuf, Strin
 /// either way. Answers what cargo printed on stdout.
 pub fn run_cargo(root: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
     let run = |offline: bool| -> Result<Vec<u8>, String> {
+        // `--offline` is cargo's, so it goes before any `--` (after which come the arguments
+        // of what cargo runs).
+        let (own, passed_on) =
+            args.split_at(args.iter().position(|a| *a == "--").unwrap_or(args.len()));
         let mut command = Command::new(env!("CARGO"));
-        command.current_dir(root).args(args);
+        command.current_dir(root).args(own);
         if offline {
             command.arg("--offline");
         }
+        command.args(passed_on);
         let output = command
             .output()
             .map_err(|error| format!("cannot run {}: {error}", env!("CARGO")))?;
@@ -129,12 +141,6 @@ fn collect_rs_files(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> 
         }
     }
     Ok(())
-}
-
-/// Reads `policy/deps.allow` under `root`.
-pub fn read_deps_allow(root: &Path) -> Result<String, String> {
-    let path = root.join(DEPS_ALLOW_PATH);
-    fs::read_to_string(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))
 }
 
 /// Installs npm `packages` into `dir` (created if needed) without touching any lock file.

@@ -12,3 +12,47 @@ fn the_workspace_has_no_policy_violations() {
         violations.join("\n")
     );
 }
+
+/// A workspace on disk where each check has something to find: the Plugin depends on the Host,
+/// on a crate `policy/deps.allow` does not list (outside the workspace, so not a member), and
+/// the list has a stale entry; `src/lib.rs` exports more than `install`.
+#[test]
+fn a_crafted_workspace_fails_every_check() {
+    let dir = std::env::temp_dir().join(format!("build-xtask-policy-{}", std::process::id()));
+    let root = dir.join("ws");
+    let files = [
+        (
+            "ws/Cargo.toml",
+            "[workspace]\nmembers = [\"host\"]\n\n[package]\nname = \"plugin_mcp\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nrunvil-host = { path = \"host\" }\nleftpad = { path = \"../leftpad\" }\n",
+        ),
+        ("ws/src/lib.rs", "pub fn install() {}\npub struct Leak;\n"),
+        ("ws/policy/deps.allow", "serde # gone\n"),
+        (
+            "ws/host/Cargo.toml",
+            "[package]\nname = \"runvil-host\"\nversion = \"0.1.0\"\nedition = \"2024\"\n",
+        ),
+        ("ws/host/src/lib.rs", ""),
+        (
+            "leftpad/Cargo.toml",
+            "[package]\nname = \"leftpad\"\nversion = \"0.1.0\"\nedition = \"2024\"\n",
+        ),
+        ("leftpad/src/lib.rs", ""),
+    ];
+    for (path, text) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("create the folder");
+        std::fs::write(path, text).expect("write the crafted workspace");
+    }
+    workspace::run_cargo(&root, &["generate-lockfile"]).expect("a lock file");
+    let violations = check::run_all(&root);
+    let _ = std::fs::remove_dir_all(&dir);
+    let violations = violations.expect("the checks run").join("\n");
+    for expected in [
+        "plugin_family_deps: plugin_mcp has a normal dependency on workspace crate runvil-host",
+        "only_install_is_public: src/lib.rs: `struct Leak` is public",
+        "allow_list: plugin_mcp depends directly on leftpad, which policy/deps.allow does not list",
+        "allow_list: policy/deps.allow:1: stale entry serde",
+    ] {
+        assert!(violations.contains(expected), "{expected}:\n{violations}");
+    }
+}

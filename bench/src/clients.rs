@@ -176,8 +176,8 @@ impl Client {
 
 /// Builds the Pack with one server, `bench`, at `url`, and waits until it is ready.
 pub(crate) async fn ready_pack(url: &str) -> Result<Arc<dyn Pack>, String> {
-    let pack = crate::pack_driver::build_pack(NAMESPACE, url)?;
-    crate::pack_driver::ready(&pack, NAMESPACE, READY_WITHIN).await?;
+    let pack = build_xtask::pack_driver::build_pack(NAMESPACE, url)?;
+    build_xtask::pack_driver::ready(&pack, NAMESPACE, READY_WITHIN).await?;
     Ok(pack)
 }
 

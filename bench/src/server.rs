@@ -1,12 +1,9 @@
-//! The `bench-server` process: built by cargo, started with its mode, read for its ports,
-//! killed when dropped.
+//! The server process (this binary as `bench serve`): started with its mode, read for its
+//! ports, killed when dropped.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-
-/// The binary target of `xtask/src/bin/bench_server.rs`.
-const SERVER_BIN: &str = "bench-server";
 
 /// How a server answers, as the table names it (in the order the table shows them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,12 +53,7 @@ impl Mode {
     }
 }
 
-/// `cargo build --release -p build-xtask --bin bench-server`; the path of the binary.
-pub(crate) fn build(root: &Path) -> Result<PathBuf, String> {
-    crate::workspace::build_bin(root, SERVER_BIN, true)
-}
-
-/// A running `bench-server`; dropping it kills the process.
+/// A running `bench serve`; dropping it kills the process.
 pub(crate) struct Server {
     child: Child,
     /// The MCP endpoint of each listener, `http://127.0.0.1:<port>/mcp`.
@@ -69,7 +61,7 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Starts `bin` in `mode` with `tools` tools on each of `listeners` ports.
+    /// Starts `bin` (this program) as the server in `mode` with `tools` tools on each of `listeners` ports.
     pub(crate) fn start(
         bin: &Path,
         mode: Mode,
@@ -77,6 +69,7 @@ impl Server {
         listeners: usize,
     ) -> Result<Server, String> {
         let mut child = Command::new(bin)
+            .arg(crate::serve::SUBCOMMAND)
             .args(mode.args())
             .args(["--tools", &tools.to_string()])
             .args(["--listeners", &listeners.to_string()])
@@ -106,8 +99,10 @@ impl Server {
         if !matches!(read, Some(Ok(_))) || server.urls.len() != listeners {
             let status = server.child.try_wait().ok().flatten();
             return Err(format!(
-                "{SERVER_BIN} did not print {listeners} port(s) (it printed {line:?}; exit \
-                 status {status:?})"
+                "`{} {}` did not print {listeners} port(s) (it printed {line:?}; exit \
+                 status {status:?})",
+                bin.display(),
+                crate::serve::SUBCOMMAND
             ));
         }
         Ok(server)

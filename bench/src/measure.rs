@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use runvil_plugin::Pack;
 use serde_json::{Value, json};
 
-use super::clients::{Client, Payload, Raw};
+use crate::clients::{Client, Payload, Raw};
 
 /// Latency percentiles of one run at concurrency 1.
 #[derive(Debug, Clone, Copy)]

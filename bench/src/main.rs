@@ -1,19 +1,23 @@
-//! `cargo run --release -p build-xtask -- bench`: the Pack against the physical limit and
-//! against rmcp, on loopback, in one run. BENCHMARKS.md explains the figures and the goals.
+//! `cargo run --release -p bench`: the Pack against the physical limit and against rmcp, on
+//! loopback, in one run. BENCHMARKS.md explains the figures and the goals.
 //!
-//! The servers are rmcp's own Streamable HTTP server in a separate process (`bench-server`,
-//! built by this command). Every wire figure is measured in rounds, each round running the
+//! A crate of its own so that the policy checks (`cargo test -p build-xtask`) do not build
+//! rmcp's client and server and axum. The servers are rmcp's own Streamable HTTP server in a
+//! separate process: this same binary started as `bench serve` ([`serve`]), so the run never
+//! waits on a second build. Every wire figure is measured in rounds, each round running the
 //! four clients one after the other (raw, raw-nopool, pack, rmcp; A B C D A B C D), so the
 //! machine's drift hits all of them alike. The module is split by concern: [`server`] starts
 //! the server process, [`clients`] holds the four clients, [`measure`] times them and
 //! [`report`] prints the table and the `RATIOS` line.
 
+#![forbid(unsafe_code)]
 // The table and the RATIOS line on stdout are this command's result.
 #![allow(clippy::print_stdout)]
 
 mod clients;
 mod measure;
 mod report;
+mod serve;
 mod server;
 
 use std::process::ExitCode;
@@ -92,14 +96,23 @@ fn plan() -> Vec<(Mode, Vec<(Payload, What)>)> {
 /// The sections of a run, for `--only` (the default runs them all, in this order).
 const SECTIONS: [&str; 6] = ["startup", "listing", "default", "nodelay", "json", "modern"];
 
-/// The subcommand's entry point: `bench [--only SECTION,...]`, where a section is one of
-/// [`SECTIONS`] (`--only` is for profiling one part; the table of a partial run is partial).
-pub fn command(args: &[String]) -> ExitCode {
-    let only: Vec<String> = match args {
+/// `bench [--only SECTION,...]`, where a section is one of [`SECTIONS`] (`--only` is for
+/// profiling one part; the table of a partial run is partial); `bench serve ...` is the
+/// server process the run starts.
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|arg| arg == serve::SUBCOMMAND) {
+        return serve::main(&args[1..]);
+    }
+    let only: Vec<String> = match args.as_slice() {
         [] => SECTIONS.iter().map(|s| (*s).to_owned()).collect(),
         [flag, list] if flag == "--only" => list.split(',').map(str::to_owned).collect(),
         _ => {
-            eprintln!("usage: bench [--only {}]", SECTIONS.join(","));
+            eprintln!(
+                "usage: bench [--only {}] | bench {} ...",
+                SECTIONS.join(","),
+                serve::SUBCOMMAND
+            );
             return ExitCode::from(2);
         }
     };
@@ -118,15 +131,13 @@ pub fn command(args: &[String]) -> ExitCode {
             .try_init();
     }
     if cfg!(debug_assertions) {
-        eprintln!(
-            "bench: this is a debug build; run `cargo run --release -p build-xtask -- bench`"
-        );
+        eprintln!("bench: this is a debug build; run `cargo run --release -p bench`");
     }
     let started = Instant::now();
-    let bin = match server::build(&crate::workspace::root()) {
+    let bin = match std::env::current_exe() {
         Ok(bin) => bin,
         Err(error) => {
-            eprintln!("bench: {error}");
+            eprintln!("bench: cannot find this program to start its server: {error}");
             return ExitCode::FAILURE;
         }
     };
@@ -166,9 +177,9 @@ pub fn command(args: &[String]) -> ExitCode {
     }
 }
 
-/// The tokio runtime of both benchmark processes, the client and `bench-server`: two
-/// workers each, as the two processes share the machine's two cores.
-pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+/// The tokio runtime of both benchmark processes, the client and `bench serve`: two workers
+/// each, as the two processes share the machine's two cores.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1,10 +1,9 @@
-//! The server `cargo run --release -p build-xtask -- bench` measures against: rmcp's own
-//! Streamable HTTP server (`StreamableHttpService` under `axum::serve`) with one tool,
-//! `echo(text, repeat?)`, run as a separate process so client and server do not share a
-//! runtime.
+//! The server `cargo run --release -p bench` measures against: rmcp's own Streamable HTTP
+//! server (`StreamableHttpService` under `axum::serve`) with one tool, `echo(text, repeat?)`,
+//! run as a separate process so client and server do not share a runtime.
 //!
 //! ```text
-//! bench-server [--nodelay] [--json] [--modern] [--tools N] [--listeners N]
+//! bench serve [--nodelay] [--json] [--modern] [--tools N] [--listeners N]
 //! ```
 //!
 //! - no flag: rmcp's defaults, as `axum::serve` leaves them: Nagle on, sessions, SSE answers,
@@ -78,29 +77,32 @@ fn parse(args: &[String]) -> Result<Options, String> {
     Ok(options)
 }
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let options = match parse(&args) {
+/// The first argument that makes the `bench` binary this server.
+pub(crate) const SUBCOMMAND: &str = "serve";
+
+/// The server's entry point, with the arguments after [`SUBCOMMAND`].
+pub(crate) fn main(args: &[String]) -> ExitCode {
+    let options = match parse(args) {
         Ok(options) => options,
         Err(error) => {
-            eprintln!("bench-server: {error}");
+            eprintln!("bench serve: {error}");
             eprintln!(
-                "usage: bench-server [--nodelay] [--json] [--modern] [--tools N] [--listeners N]"
+                "usage: bench serve [--nodelay] [--json] [--modern] [--tools N] [--listeners N]"
             );
             return ExitCode::from(2);
         }
     };
-    let runtime = match build_xtask::bench::runtime() {
+    let runtime = match crate::runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("bench-server: cannot build the tokio runtime: {error}");
+            eprintln!("bench serve: cannot build the tokio runtime: {error}");
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(serve(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("bench-server: {error}");
+            eprintln!("bench serve: {error}");
             ExitCode::FAILURE
         }
     }
@@ -138,7 +140,7 @@ async fn serve(options: Options) -> Result<(), String> {
         if options.nodelay {
             let listener = listener.tap_io(|stream| {
                 if let Err(error) = stream.set_nodelay(true) {
-                    eprintln!("bench-server: cannot set TCP_NODELAY: {error}");
+                    eprintln!("bench serve: cannot set TCP_NODELAY: {error}");
                 }
             });
             tokio::spawn(async move { axum::serve(listener, router).await });

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::clients::{Kind, Payload};
-use super::server::Mode;
+use crate::clients::{Kind, Payload};
+use crate::server::Mode;
 
 /// What a row of the wire table measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
