@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use runvil_plugin::{BackendState, BackendStatus, Progress, ProgressSink, ToolError};
 use serde_json::{Value, json};
-use support::hostile::{self, Hostile, Request, Script, Step, mcp, result_for};
+use support::hostile::{self, Hostile, Request, Script, Step, mcp, result_for, stalls_calls};
 
 const SETTLE: Duration = Duration::from_secs(10);
 
@@ -126,17 +126,6 @@ fn a_call_polled_outside_any_runtime_runs_on_the_lent_one() {
     assert_eq!(answer, Ok("bare".to_owned()));
     assert_eq!(server.calls_of("tools/call").len(), 2);
     block_on_plain(pack.shutdown());
-}
-
-/// Answers like [`mcp`], but never answers `tools/call`.
-fn stalls_calls(r: &Request) -> Script {
-    match r.rpc_method() {
-        "tools/call" => Script {
-            steps: vec![Step::Stall],
-            keep_alive: true,
-        },
-        _ => mcp(r),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -341,6 +341,18 @@ fn mcp_result(request: &Request) -> Option<Value> {
     }
 }
 
+/// Answers like [`mcp`], but never answers `tools/call`: a call stays in flight until the
+/// client gives it up.
+pub fn stalls_calls(r: &Request) -> Script {
+    match r.rpc_method() {
+        "tools/call" => Script {
+            steps: vec![Step::Stall],
+            keep_alive: true,
+        },
+        _ => mcp(r),
+    }
+}
+
 /// Answers like [`mcp`], but echoes the request target with the headers, lists tools named
 /// after the `X-Canary` header, answers a call with a content type that echoes it, and asks
 /// the client something before answering a call (`{"text": "ask"}`), answering the client's

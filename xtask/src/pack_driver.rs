@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{BackendStatus, Pack, Packs, Services, TOKIO_RUNTIME, ToolError};
+use runvil_plugin::{Pack, Services, ToolError};
 use serde_json::{Value, json};
 
 /// Installs the `mcp` Pack with one server, `namespace`, at `url`, on the current runtime.
@@ -18,13 +18,9 @@ pub fn build_pack(namespace: &str, url: &str) -> Result<Arc<dyn Pack>, String> {
 pub fn build_pack_with(
     namespace: &str,
     entry: Value,
-    mut services: Services,
+    services: Services,
 ) -> Result<Arc<dyn Pack>, String> {
-    let mut packs = Packs::new();
-    plugin_mcp::install(&mut packs, &json!({ "mcp": { namespace: entry } }));
-    services.insert(TOKIO_RUNTIME, tokio::runtime::Handle::current());
-    packs
-        .construct("mcp", &services)
+    shared_mcp_fixture::pack_with(json!({ namespace: entry }), services)
         .map_err(|error| error.to_string())
 }
 
@@ -35,19 +31,10 @@ pub async fn settled(
     namespace: &str,
     within: Duration,
 ) -> Result<Value, String> {
-    let mut status = pack.status();
-    let settled = |all: &Vec<BackendStatus>| {
-        all.iter()
-            .any(|s| s.name == namespace && !s.state.is_loading())
-    };
-    // Past `within` the entry is answered as it stands, still loading.
-    let _ = tokio::time::timeout(within, status.wait_for(settled)).await;
-    let listing = listing(pack, json!({})).await?;
-    listing["servers"]
-        .as_array()
-        .and_then(|servers| servers.iter().find(|s| s["namespace"] == namespace))
-        .cloned()
-        .ok_or_else(|| format!("the listing has no `{namespace}`: {listing}"))
+    match shared_mcp_fixture::settled(pack, namespace, within).await {
+        Value::Null => Err(format!("the listing has no `{namespace}`")),
+        entry => Ok(entry),
+    }
 }
 
 /// Waits as [`settled`] does and answers the entry if `namespace` is ready, or why it is not.

@@ -11,20 +11,9 @@ mod hostile;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use hostile::{Hostile, Request, Script, Step, mcp};
+use hostile::{Hostile, stalls_calls};
 use serde_json::json;
 use support::{Temp, runvil, runvil_command, text};
-
-/// Answers like a small session-based server, but never answers a call.
-fn stalls_calls(r: &Request) -> Script {
-    match r.rpc_method() {
-        "tools/call" => Script {
-            steps: vec![Step::Stall],
-            keep_alive: true,
-        },
-        _ => mcp(r),
-    }
-}
 
 /// What the server saw, in order: JSON-RPC methods for POSTs, HTTP methods otherwise.
 fn seen(server: &Hostile) -> Vec<String> {

@@ -18,19 +18,27 @@
 //! - `tools.rs`: the tools; `handler.rs`: what the server lists and speaks, its handshake gate;
 //! - `server.rs`: the builder and the running server; `recorder.rs`: what it saw;
 //! - `pack.rs` (feature `pack`): building the Pack through `install`, and waiting for a server
-//!   to settle.
+//!   to settle; with the default feature `server` off, it is all the crate has, for tools that
+//!   only drive the Pack.
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "server")]
 mod handler;
 #[cfg(feature = "pack")]
 mod pack;
+#[cfg(feature = "server")]
 mod recorder;
+#[cfg(feature = "server")]
 mod server;
+#[cfg(feature = "server")]
 mod tools;
 
+#[cfg(feature = "server")]
 pub use handler::{PAGED_TOOL_NAMES, Revisions, TOOL_NAMES, ToolSet, echo_schema};
 #[cfg(feature = "pack")]
 pub use pack::{pack, pack_with, settled, status, try_pack, wait_for};
+#[cfg(feature = "server")]
 pub use server::{Answers, Builder, Fixture, Mode};
+#[cfg(feature = "server")]
 pub use tools::ECHO_DESCRIPTION;
