@@ -1,8 +1,8 @@
 //! Which connection a POST to one server takes: pooled keep-alive, or a new one.
 //!
 //! Requests reuse pooled keep-alive connections: on loopback a new connection per call costs
-//! about 1.5x the latency and more than half the throughput (`cargo run --release -p
-//! build-xtask -- bench`, BENCHMARKS.md). But a server that leaves Nagle's algorithm on
+//! about 1.5x the latency and more than half the throughput (`cargo run --release -p bench`,
+//! BENCHMARKS.md). But a server that leaves Nagle's algorithm on
 //! (rmcp's default under `axum::serve`, and many others) writes an SSE answer in two pieces,
 //! the headers with a priming event and then the message. On a connection that just carried
 //! a request and an answer, Linux delays the client's ACK of the first piece (delayed ACK in
