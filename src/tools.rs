@@ -75,8 +75,10 @@ impl McpPack {
         }
     }
 
-    /// Starts the call on the Pack's runtime; the future answers its outcome, and dropping
-    /// it aborts the task (which tells the server, as a dropped request does).
+    /// The call, run on the Pack's runtime. Polled there (the usual Host), it runs in place,
+    /// so dropping it drops its work at once; polled by any other executor, it runs as a task
+    /// of the Pack's runtime, which dropping the call aborts. Either way a dropped call tells
+    /// its server, as a dropped request does.
     fn spawn_call(
         &self,
         tool: &str,
@@ -88,15 +90,18 @@ impl McpPack {
         };
         let tools = Arc::clone(&self.tools);
         let tool = tool.to_owned();
-        let task = self.runtime.spawn(async move {
+        let work = async move {
             tokio::select! {
                 outcome = tools.call(&tool, args, progress) => outcome,
                 () = ticket.closing() => Err(ToolError::Transport(SHUT_DOWN.to_owned())),
             }
-        });
-        let task = AbortOnDrop(task);
+        };
+        let runtime = self.runtime.clone();
         Box::pin(async move {
-            match task.await {
+            if Handle::try_current().is_ok_and(|here| here.id() == runtime.id()) {
+                return work.await;
+            }
+            match AbortOnDrop(runtime.spawn(work)).await {
                 Ok(outcome) => outcome,
                 // The runtime is shutting down (an abort of ours drops this future first).
                 Err(e) if e.is_cancelled() => Err(ToolError::Transport(SHUT_DOWN.to_owned())),
