@@ -3,12 +3,12 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use support::{Temp, backend, config_for, runvil, runvil_command, text};
+use support::{Temp, backend, config_for, runvil, runvil_command, signal_during_call, text};
 
 #[test]
 fn demo_lists_and_calls_a_bundled_server() {
@@ -254,34 +254,9 @@ fn the_longest_wait_overflows_nothing() {
 async fn ctrl_c_during_a_call_cancels_it_on_the_server_and_exits_130() {
     let backend = backend().await;
     let config = config_for(&backend);
-    let child = tokio::process::Command::from(runvil_command(&[
-        "call",
-        "backend",
-        "slow",
-        "--config",
-        config.arg(),
-    ]))
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("runvil runs");
-    assert!(
-        backend
-            .wait_slow_started(Duration::from_secs(20))
-            .await
-            .is_some(),
-        "the call never reached the server"
-    );
-    let pid = child.id().expect("a pid").to_string();
-    let killed = Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
-    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
-        .await
-        .expect("runvil exits after Ctrl-C")
-        .expect("runvil's output");
+    let args = ["call", "backend", "slow", "--config", config.arg()];
+    let started = async || !backend.slow_started().is_empty();
+    let out = signal_during_call(&args, "INT", started).await;
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).ends_with("runvil: interrupted\n"),

@@ -3,8 +3,8 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -142,54 +142,87 @@ async fn an_mcp_client_lists_and_calls_through_the_gateway() {
     client.cancel().await.expect("closed");
 }
 
-/// Writes one JSON-RPC message as a line.
-fn send(stdin: &mut impl Write, message: Value) {
-    writeln!(stdin, "{message}").expect("written");
-    stdin.flush().expect("flushed");
+/// `runvil serve` driven line by line, as a stdio MCP client drives it.
+struct LineClient {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl LineClient {
+    /// Starts `runvil serve --config config` with `RUST_LOG=log` and shakes hands.
+    fn start(config: &str, log: &str, stderr: Stdio) -> Self {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runvil"))
+            .args(["serve", "--config", config])
+            .env("RUST_LOG", log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("runvil serve starts");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut client = Self {
+            child,
+            stdin,
+            stdout,
+        };
+        client.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}),
+        );
+        client.answer_to(1);
+        client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    /// Writes one JSON-RPC message as a line.
+    fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{message}").expect("written");
+        stdin.flush().expect("flushed");
+    }
+
+    /// Reads stdout until the answer to request `id`, and returns every message read, each
+    /// a JSON-RPC message: stdout carries nothing else.
+    fn answer_to(&mut self, id: i64) -> Vec<Value> {
+        let mut messages = Vec::new();
+        loop {
+            let mut line = String::new();
+            let read = self.stdout.read_line(&mut line).expect("read");
+            assert!(read > 0, "stdout closed early; got {messages:?}");
+            let message: Value = serde_json::from_str(&line).expect("every stdout line is JSON");
+            assert_eq!(message["jsonrpc"], "2.0", "{line}");
+            let done = message["id"] == id;
+            messages.push(message);
+            if done {
+                return messages;
+            }
+        }
+    }
+
+    /// Closes stdin, as a client that is done does, and waits for runvil to exit.
+    fn close(mut self) -> std::process::Output {
+        drop(self.stdin.take());
+        let mut rest = Vec::new();
+        let _ = self.stdout.read_to_end(&mut rest);
+        let mut out = self.child.wait_with_output().expect("runvil exits");
+        out.stdout = rest;
+        out
+    }
 }
 
 #[test]
 fn stdout_carries_only_protocol_and_closing_stdin_exits_0() {
     let config = Temp::config(json!({"local": {"command": "npx"}}));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runvil"))
-        .args(["serve", "--config", config.arg()])
-        // Warnings are on (a refused entry makes one): they must go to stderr.
-        .env("RUST_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runvil serve starts");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"}}}),
-    );
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    );
-    send(
-        &mut stdin,
+    // Warnings are on (a refused entry makes one): they must go to stderr.
+    let mut client = LineClient::start(config.arg(), "debug", Stdio::piped());
+    client.send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "get_dynamic_tools", "arguments": {}}}),
+        "name": "get_dynamic_tools", "arguments": {}}}),
     );
-    let mut lines = Vec::new();
-    loop {
-        let mut line = String::new();
-        let read = stdout.read_line(&mut line).expect("read");
-        assert!(read > 0, "stdout closed early; got {lines:?}");
-        let message: Value = serde_json::from_str(&line).expect("every stdout line is JSON");
-        assert_eq!(message["jsonrpc"], "2.0", "{line}");
-        let done = message["id"] == 2;
-        lines.push(message);
-        if done {
-            break;
-        }
-    }
+    let lines = client.answer_to(2);
     let answer = lines.last().expect("an answer");
     let listing = answer["result"]["content"][0]["text"]
         .as_str()
@@ -198,8 +231,7 @@ fn stdout_carries_only_protocol_and_closing_stdin_exits_0() {
         listing.contains("local MCP servers (command) are not supported yet"),
         "{listing}"
     );
-    drop(stdin);
-    let out = child.wait_with_output().expect("runvil exits");
+    let out = client.close();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
     let stderr = text(&out.stderr);
@@ -210,22 +242,6 @@ fn stdout_carries_only_protocol_and_closing_stdin_exits_0() {
     assert!(stderr.contains("server entry refused"), "{stderr}");
 }
 
-/// Reads stdout lines until the answer to request `id`, and returns every message read.
-fn read_until_answer(stdout: &mut impl BufRead, id: i64) -> Vec<Value> {
-    let mut messages = Vec::new();
-    loop {
-        let mut line = String::new();
-        let read = stdout.read_line(&mut line).expect("read");
-        assert!(read > 0, "stdout closed early; got {messages:?}");
-        let message: Value = serde_json::from_str(&line).expect("every stdout line is JSON");
-        let done = message["id"] == id;
-        messages.push(message);
-        if done {
-            return messages;
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_made_at_once_waits_for_its_server_and_forwards_its_progress() {
     // The server answers nothing for a second: a call the gateway did not hold would be told
@@ -233,45 +249,19 @@ async fn a_call_made_at_once_waits_for_its_server_and_forwards_its_progress() {
     let backend = backend_late(Duration::from_secs(1)).await;
     let config = config_for(&backend);
     let path = config.arg().to_owned();
-    let (mut child, mut stdin, mut stdout) = tokio::task::spawn_blocking(move || {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runvil"))
-            .args(["serve", "--config", &path])
-            .env("RUST_LOG", "off")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("runvil serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        (child, stdin, stdout)
+    let (messages, out) = tokio::task::spawn_blocking(move || {
+        let mut client = LineClient::start(&path, "off", Stdio::null());
+        // Sent right after the handshake, before the server behind can have connected.
+        client.send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "call_dynamic_tool", "_meta": {"progressToken": "tok-1"},
+            "arguments": {"namespace": "backend", "toolName": "progress"}}}),
+        );
+        let messages = client.answer_to(2);
+        (messages, client.close())
     })
     .await
-    .expect("spawned");
-    let exchange = tokio::task::spawn_blocking(move || {
-        send(
-            &mut stdin,
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "test", "version": "0"}}}),
-        );
-        read_until_answer(&mut stdout, 1);
-        send(
-            &mut stdin,
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        );
-        // Sent before the server behind can have connected: the gateway waits for it.
-        send(
-            &mut stdin,
-            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                "name": "call_dynamic_tool", "_meta": {"progressToken": "tok-1"},
-                "arguments": {"namespace": "backend", "toolName": "progress"}}}),
-        );
-        let messages = read_until_answer(&mut stdout, 2);
-        drop(stdin);
-        messages
-    });
-    let messages = exchange.await.expect("the exchange");
+    .expect("the exchange");
     let progress: Vec<&Value> = messages
         .iter()
         .filter(|m| m["method"] == "notifications/progress")
@@ -288,8 +278,5 @@ async fn a_call_made_at_once_waits_for_its_server_and_forwards_its_progress() {
     let answer = messages.last().expect("the answer");
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     assert_eq!(answer["result"]["content"][0]["text"], "done");
-    let status = tokio::task::spawn_blocking(move || child.wait().expect("runvil exits"))
-        .await
-        .expect("waited");
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(0));
 }

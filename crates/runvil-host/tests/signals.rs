@@ -8,12 +8,9 @@ mod support;
 #[path = "../../../tests/support/hostile.rs"]
 mod hostile;
 
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
 use hostile::{Hostile, stalls_calls};
 use serde_json::json;
-use support::{Temp, runvil, runvil_command, text};
+use support::{Temp, runvil, signal_during_call, text};
 
 /// What the server saw, in order: JSON-RPC methods for POSTs, HTTP methods otherwise.
 fn seen(server: &Hostile) -> Vec<String> {
@@ -36,36 +33,16 @@ async fn each_signal_cancels_the_call_ends_the_session_and_exits_128_plus_its_nu
     ] {
         let server = Hostile::start(stalls_calls).await;
         let config = Temp::config(json!({"s": {"url": server.url}}));
-        let child = tokio::process::Command::from(runvil_command(&[
+        let args = [
             "call",
             "s",
             "echo",
             r#"{"text":"x"}"#,
             "--config",
             config.arg(),
-        ]))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runvil runs");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while server.calls_of("tools/call").is_empty() {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the call never came"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let pid = child.id().expect("a pid").to_string();
-        let sent = Command::new("kill")
-            .args([&format!("-{signal}"), &pid])
-            .status()
-            .expect("kill runs");
-        assert!(sent.success());
-        let out = tokio::time::timeout(Duration::from_secs(15), child.wait_with_output())
-            .await
-            .expect("runvil exits after the signal")
-            .expect("runvil's output");
+        ];
+        let called = async || !server.calls_of("tools/call").is_empty();
+        let out = signal_during_call(&args, signal, called).await;
         assert_eq!(
             out.status.code(),
             Some(code),

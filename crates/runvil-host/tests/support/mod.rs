@@ -28,6 +28,39 @@ pub(crate) fn runvil_command(args: &[&str]) -> Command {
     command
 }
 
+/// Runs `runvil` with `args`, waits (up to 20 s) until `reached` says its call is at the
+/// server, sends it `signal` (`INT`, `TERM`, `HUP`), and answers its output once it exited
+/// (within 15 s).
+pub(crate) async fn signal_during_call(
+    args: &[&str],
+    signal: &str,
+    mut reached: impl AsyncFnMut() -> bool,
+) -> Output {
+    let child = tokio::process::Command::from(runvil_command(args))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runvil runs");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !reached().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = child.id().expect("a pid").to_string();
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    tokio::time::timeout(Duration::from_secs(15), child.wait_with_output())
+        .await
+        .expect("runvil exits after the signal")
+        .expect("runvil's output")
+}
+
 /// Bytes as text, for assertions.
 pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
