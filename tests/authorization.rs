@@ -361,6 +361,19 @@ async fn without_an_authorizer_the_server_says_how_this_host_logs_in() {
     assert!(requests_to(&server, "/as").is_empty());
 }
 
+/// The user was asked once, and the token endpoint saw that login's code, then one refresh.
+fn assert_one_login_then_a_refresh(setup: &Setup) {
+    assert_eq!(
+        grants(&setup.server),
+        ["grant_type=authorization_code", "grant_type=refresh_token"]
+    );
+    assert_eq!(
+        setup.browser.asked.lock().expect("asked").len(),
+        1,
+        "no second login"
+    );
+}
+
 /// The grant of each token request, in order.
 fn grants(server: &Hostile) -> Vec<String> {
     requests_to(server, "/as/token")
@@ -393,15 +406,7 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
     let setup = plain(world).await;
     let entry = support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
     assert_eq!(entry["tools"], json!(["echo"]));
-    assert_eq!(
-        grants(&setup.server),
-        ["grant_type=authorization_code", "grant_type=refresh_token"]
-    );
-    assert_eq!(
-        setup.browser.asked.lock().expect("asked").len(),
-        1,
-        "no second login"
-    );
+    assert_one_login_then_a_refresh(&setup);
     let echoed = support::call(&setup.pack, "s", "echo", json!({}))
         .await
         .expect("call");
@@ -428,15 +433,7 @@ async fn a_refused_token_is_refreshed_once_before_the_user_is_asked_again() {
     };
     let setup = plain(world).await;
     support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
-    assert_eq!(
-        grants(&setup.server),
-        ["grant_type=authorization_code", "grant_type=refresh_token"]
-    );
-    assert_eq!(
-        setup.browser.asked.lock().expect("asked").len(),
-        1,
-        "no second login"
-    );
+    assert_one_login_then_a_refresh(&setup);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
