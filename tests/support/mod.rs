@@ -13,21 +13,19 @@ pub mod python_sdk;
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{Pack, ToolError};
-use serde_json::{Value, json};
+use runvil_plugin::Pack;
+use serde_json::Value;
 
 // Building the Pack through `install` and waiting for a server are the fixture crate's, shared
 // with `runvil`'s tests and the benchmarks. Each binary uses some of them.
 #[allow(unused_imports)]
-pub use shared_mcp_fixture::{pack, pack_with, settled, status, try_pack, wait_for};
+pub use shared_mcp_fixture::{call, pack, pack_with, settled, status, try_pack, wait_for};
 
 /// `mcp/get_dynamic_tools` with `args`, decoded.
 pub async fn list(pack: &Arc<dyn Pack>, args: Value) -> Value {
-    let text = pack
-        .call("mcp/get_dynamic_tools", args)
+    shared_mcp_fixture::listing(pack, args)
         .await
-        .expect("the listing answers");
-    serde_json::from_str(&text).expect("the listing is JSON")
+        .expect("the listing answers JSON")
 }
 
 /// The names of the tools in one server's listing (`get_dynamic_tools {namespace}`), in order.
@@ -38,17 +36,6 @@ pub fn tool_names(listing: &Value) -> Vec<&str> {
         .iter()
         .map(|t| t["name"].as_str().expect("a name"))
         .collect()
-}
-
-/// `mcp/call_dynamic_tool` on `namespace`'s `tool` with `arguments`.
-pub async fn call(
-    pack: &Arc<dyn Pack>,
-    namespace: &str,
-    tool: &str,
-    arguments: Value,
-) -> Result<String, ToolError> {
-    let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
-    pack.call("mcp/call_dynamic_tool", args).await
 }
 
 /// Waits until `done` holds, failing the test with `what` after `within`.

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{Pack, Services, ToolError};
+use runvil_plugin::{Pack, Services};
 use serde_json::{Value, json};
+pub use shared_mcp_fixture::call;
 
 /// Installs the `mcp` Pack with one server, `namespace`, at `url`, on the current runtime.
 pub fn build_pack(namespace: &str, url: &str) -> Result<Arc<dyn Pack>, String> {
@@ -59,26 +60,5 @@ pub async fn ready(
 /// What a model sees when it asks for one server's tools: each with its description and input
 /// schema, and the tools the Pack rejected, with the reasons.
 pub async fn tools(pack: &Arc<dyn Pack>, namespace: &str) -> Result<Value, String> {
-    listing(pack, json!({ "namespace": namespace })).await
-}
-
-/// Calls `tool` of `namespace` with `arguments`, as a model does.
-pub async fn call(
-    pack: &Arc<dyn Pack>,
-    namespace: &str,
-    tool: &str,
-    arguments: Value,
-) -> Result<String, ToolError> {
-    let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
-    pack.call("mcp/call_dynamic_tool", args).await
-}
-
-/// `get_dynamic_tools` with `args`, parsed.
-async fn listing(pack: &Arc<dyn Pack>, args: Value) -> Result<Value, String> {
-    let text = pack
-        .call("mcp/get_dynamic_tools", args)
-        .await
-        .map_err(|error| format!("the listing failed: {error}"))?;
-    serde_json::from_str(&text)
-        .map_err(|error| format!("the listing is not JSON ({error}): {text}"))
+    shared_mcp_fixture::listing(pack, json!({ "namespace": namespace })).await
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{BackendStatus, Pack, Packs, Services, TOKIO_RUNTIME, Unavailable};
+use runvil_plugin::{BackendStatus, Pack, Packs, Services, TOKIO_RUNTIME, ToolError, Unavailable};
 use serde_json::{Value, json};
 
 /// Builds the `mcp` Pack for `servers` (an `mcpServers` object) on the current runtime.
@@ -37,12 +37,32 @@ pub fn pack_with(servers: Value, mut services: Services) -> Result<Arc<dyn Pack>
     packs.construct("mcp", &services)
 }
 
+/// `mcp/get_dynamic_tools` with `args`, decoded, or why not.
+pub async fn listing(pack: &Arc<dyn Pack>, args: Value) -> Result<Value, String> {
+    let text = pack
+        .call("mcp/get_dynamic_tools", args)
+        .await
+        .map_err(|error| format!("the listing failed: {error}"))?;
+    serde_json::from_str(&text)
+        .map_err(|error| format!("the listing is not JSON ({error}): {text}"))
+}
+
+/// `mcp/call_dynamic_tool` on `namespace`'s `tool` with `arguments`, as a model calls it.
+pub async fn call(
+    pack: &Arc<dyn Pack>,
+    namespace: &str,
+    tool: &str,
+    arguments: Value,
+) -> Result<String, ToolError> {
+    let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
+    pack.call("mcp/call_dynamic_tool", args).await
+}
+
 /// `namespace`'s entry in the no-argument listing, or `Value::Null` if it has none.
 pub async fn status(pack: &Arc<dyn Pack>, namespace: &str) -> Value {
-    let Ok(text) = pack.call("mcp/get_dynamic_tools", json!({})).await else {
+    let Ok(listing) = listing(pack, json!({})).await else {
         return Value::Null;
     };
-    let listing: Value = serde_json::from_str(&text).unwrap_or_default();
     listing["servers"]
         .as_array()
         .and_then(|servers| servers.iter().find(|s| s["namespace"] == namespace))
