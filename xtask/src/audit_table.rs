@@ -3,7 +3,7 @@
 //!
 //! Every backtick span in the table's "proven by" column is one of:
 //!
-//! - a file or folder, relative to the workspace root (`tests/config.rs`, `clippy.toml`,
+//! - a file or folder, relative to the workspace root (`tests/it/config.rs`, `clippy.toml`,
 //!   `.ci/run`): it contains `/` or ends with a file extension, and must exist;
 //! - a test module (`secret::tests`): a path ending in `tests`, under which some test must be
 //!   listed;
@@ -15,7 +15,8 @@
 //!
 //! The table is read as GitHub renders it (pulldown-cmark, GFM tables). The tests are those
 //! `cargo test --workspace --tests -- --list` lists (the benchmark crate, which has none,
-//! excluded so as not to build it), so a name is a test that runs, not any `fn` of that name.
+//! excluded so as not to build it), so a name is a test that exists (run, or ignored with the
+//! command that runs it), not any `fn` of that name.
 //! Anything else in that column, a row that names nothing, and a README without the table are
 //! violations too, so a typo cannot pass as "not a test name".
 //! [`check_table`] is a pure function over the README text and [`Known`]; [`check`] gathers

@@ -31,8 +31,8 @@ Exit codes:
 
 Signals:
   SIGINT, SIGTERM and SIGHUP stop any command the same way: the call in flight is dropped
-  and its server sent notifications/cancelled, every session is ended, then runvil exits
-  with 128 + the signal's number. `runvil serve` exits 0 when its client closes stdin.
+  and its server told (notifications/cancelled, or at 2026-07-28 the closed stream), every
+  session is ended, then runvil exits with 128 + the signal's number. `runvil serve` exits 0 when its client closes stdin.
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
 
