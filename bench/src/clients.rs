@@ -176,8 +176,9 @@ impl Client {
 
 /// Builds the Pack with one server, `bench`, at `url`, and waits until it is ready.
 pub(crate) async fn ready_pack(url: &str) -> Result<Arc<dyn Pack>, String> {
-    let pack = build_xtask::pack_driver::build_pack(NAMESPACE, url)?;
-    build_xtask::pack_driver::ready(&pack, NAMESPACE, READY_WITHIN).await?;
+    let servers = serde_json::json!({ NAMESPACE: { "url": url } });
+    let pack = shared_mcp_fixture::try_pack(servers).map_err(|error| error.to_string())?;
+    shared_mcp_fixture::ready(&pack, NAMESPACE, READY_WITHIN).await?;
     Ok(pack)
 }
 
@@ -388,4 +389,15 @@ fn sse_events(text: &str) -> Vec<String> {
     }
     events.extend(data);
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_event_s_data_lines_are_joined() {
+        let text = "event: message\ndata: {\"id\":1}\n\n: comment\ndata:a\ndata: b\n\ndata: last";
+        assert_eq!(sse_events(text), ["{\"id\":1}", "a\nb", "last"]);
+    }
 }

@@ -249,3 +249,41 @@ pub(crate) fn resident_kib() -> Result<u64, String> {
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .ok_or_else(|| "/proc/self/status has no VmRSS".to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_counts_only_when_every_server_is_ready_with_tools() {
+        let ready = r#"{"servers": [{"status": "ready", "tools": ["a"]}, {"status": "ready", "tools": []}]}"#;
+        assert_eq!(check_listing(ready), Ok(()));
+        let loading = ready.replacen("ready", "loading", 1);
+        assert_eq!(
+            check_listing(&loading),
+            Err("a listed server is not ready".to_owned())
+        );
+        let empty = r#"{"servers": [{"status": "ready", "tools": []}]}"#;
+        assert_eq!(
+            check_listing(empty),
+            Err("the listing has no tools".to_owned())
+        );
+        assert!(check_listing("{}").is_err() && check_listing("not json").is_err());
+    }
+
+    #[test]
+    fn a_fleet_names_its_servers_in_order() {
+        let urls = ["http://a".to_owned(), "http://b".to_owned()];
+        let expected = json!({"mcp": {"s000": {"url": "http://a"}, "s001": {"url": "http://b"}}});
+        assert_eq!(fleet_config(&urls), expected);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let samples: Vec<Duration> = (1..=200).map(Duration::from_millis).collect();
+        assert_eq!(percentile(&samples, 50), Duration::from_millis(100));
+        assert_eq!(percentile(&samples, 99), Duration::from_millis(198));
+        assert_eq!(percentile(&samples[..1], 99), Duration::from_millis(1));
+        assert_eq!(percentile(&[], 50), Duration::ZERO);
+    }
+}

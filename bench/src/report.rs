@@ -310,3 +310,42 @@ fn thousands(value: f64) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median_ratio(&[2.0, 4.0, 6.0], &[1.0, 2.0]), Some(4.0 / 1.5));
+        assert_eq!(median_ratio(&[1.0], &[]), None);
+    }
+
+    #[test]
+    fn a_ratio_is_of_the_round_means_and_idle_memory_is_per_server() {
+        let key = RowKey {
+            mode: Mode::NoDelay,
+            payload_rank: 0,
+            payload: "small",
+            figure: Figure::P50,
+        };
+        let mut results = Results::default();
+        for (kind, value) in [(Kind::Pack, 110.0), (Kind::Pack, 130.0), (Kind::Raw, 100.0)] {
+            results.add(key.clone(), kind, value);
+        }
+        assert_eq!(results.ratio(&key, Kind::Raw), Some(1.2));
+        assert_eq!(results.ratio(&key, Kind::Rmcp), None);
+        (results.rss_kib, results.rss_servers) = (Some((1_000, 6_360)), 100);
+        assert_eq!(results.idle_kib_per_server(), Some(53.6));
+    }
+
+    #[test]
+    fn figures_are_rounded_with_thousands_separators() {
+        let shown = [0.4, 999.5, 12_345.0, 1_234_567.0].map(thousands);
+        assert_eq!(shown, ["0", "1,000", "12,345", "1,234,567"]);
+        assert_eq!(two(1.005_1), "1.01");
+    }
+}

@@ -133,3 +133,31 @@ async fn serve(options: Options) -> Result<(), String> {
     drop(servers);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_read_and_a_bad_count_or_flag_is_refused() {
+        let args = |line: &str| {
+            line.split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let options = parse(&args("--nodelay --json --tools 100 --listeners 4")).expect("valid");
+        assert!(options.nodelay && options.json && !options.modern);
+        assert_eq!((options.tools, options.listeners), (100, 4));
+        for (line, error) in [
+            ("--tools 0", "--tools takes a number of at least 1"),
+            ("--listeners", "--listeners takes a number of at least 1"),
+            ("--fast", "unknown argument --fast"),
+        ] {
+            assert_eq!(
+                parse(&args(line)).map(|_| ()),
+                Err(error.to_owned()),
+                "{line}"
+            );
+        }
+    }
+}

@@ -5,19 +5,19 @@
 //! [`TARGET_PLATFORM`] (dev-dependencies never ship): every path from `plugin_mcp` to a crate
 //! is printed, one crate a line after its depth, so the direct dependency a crate is found
 //! under is its ancestor at depth 1; each line also has the crate's license (`{l}`) and
-//! source. Not `cargo metadata`'s `resolve.nodes`: those unify the features of
-//! the whole workspace (build-xtask's and the tests' too) and list optional dependencies that
-//! only a weak feature (`dep?/feature`) names, which cargo never builds (rust-lang/cargo#10801),
-//! adding crates such as quinn that are not in the tree. `cargo tree` resolves features for
+//! source. Not `cargo metadata`'s `resolve.nodes`: those unify the features of the whole
+//! workspace (build-xtask's and the tests' too) and list optional dependencies that only a weak
+//! feature (`dep?/feature`) names, which cargo never builds (rust-lang/cargo#10801), adding
+//! crates such as quinn that are not in the tree. `cargo tree` resolves features for
 //! `plugin_mcp` alone, as a Host that depends on it gets them. Two trees are read: normal and
-//! build edges (what is built), and normal edges only, where a crate found outside every proc
-//! macro is linked into the Pack (`--prefix depth` does not mark build edges).
+//! build edges (what is built), and normal edges without proc macros (what is linked into the
+//! Pack).
 //!
 //! A direct dependency's reason is its line in `policy/deps.allow`; a transitive one's is the
-//! direct dependencies that pull it in. [`read_tree`], [`inventory`] and [`render`] are pure
-//! functions, so the output is sorted and byte-for-byte reproducible: rerunning the command on
-//! an unchanged `Cargo.lock` gives no diff, and `audit --check` (also run by
-//! `cargo test -p build-xtask`) fails when the file is out of date.
+//! direct dependencies that pull it in. [`read_tree`] and [`render`] are pure functions, so the
+//! output is sorted and byte-for-byte reproducible: rerunning the command on an unchanged
+//! `Cargo.lock` gives no diff, and `cargo test -p build-xtask` fails when the file is out of
+//! date ([`is_current`]).
 
 // A command whose output (one summary line) is its result.
 #![allow(clippy::print_stdout)]
@@ -25,7 +25,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
-use std::process::ExitCode;
 
 use crate::dependency_policy::ALLOW_LISTED_PACKAGE;
 use crate::deps_allow::{self, DepsAllow};
@@ -33,33 +32,6 @@ use crate::workspace::{self, TARGET_PLATFORM, run_cargo};
 
 /// The inventory, relative to the workspace root.
 pub const INVENTORY_PATH: &str = "audit/dependencies.md";
-
-/// Whether a crate ends up in the Pack's code or only runs while it is built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Use {
-    /// Reached from `plugin_mcp` through normal dependencies only, never through a build
-    /// script or a proc macro: its code is linked into the Pack.
-    Linked,
-    /// Reached only through a build dependency or a proc macro: it runs at build time.
-    BuildTime,
-}
-
-/// One crate of the tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    /// The package name.
-    pub name: String,
-    /// Its resolved version.
-    pub version: String,
-    /// The SPDX expression it declares, or where its license file is.
-    pub license: String,
-    /// `crates.io`, `workspace` (a path dependency) or the source as cargo writes it.
-    pub source: String,
-    /// Linked into the Pack, or build time only.
-    pub used: Use,
-    /// Why it is in the tree.
-    pub why: String,
-}
 
 /// A crate: `(name, version)`.
 pub type Key = (String, String);
@@ -71,8 +43,6 @@ pub struct Found {
     pub direct: bool,
     /// The direct dependencies it is found under (itself excluded).
     pub via: BTreeSet<String>,
-    /// Found on a path with no proc macro on it (itself included).
-    pub outside_proc_macros: bool,
     /// The SPDX expression it declares (`{l}`), or `none declared`.
     pub license: String,
     /// `crates.io`, `workspace` (a path under the root's), `path`, or its source as cargo
@@ -85,8 +55,8 @@ pub struct Found {
 /// the root and every other crate.
 pub fn read_tree(text: &str) -> Result<(Key, BTreeMap<Key, Found>), String> {
     let mut found: BTreeMap<Key, Found> = BTreeMap::new();
-    // The crates on the path to the current line, and whether each is a proc macro.
-    let mut path: Vec<(Key, bool)> = Vec::new();
+    // The crates on the path to the current line, the root first.
+    let mut path: Vec<Key> = Vec::new();
     let mut root_dir = String::new();
     for (index, line) in text
         .lines()
@@ -100,100 +70,46 @@ pub fn read_tree(text: &str) -> Result<(Key, BTreeMap<Key, Found>), String> {
         let mut words = package[digits..].splitn(3, ' ');
         let name = words.next().unwrap_or_default().to_owned();
         let version = words.next().and_then(|word| word.strip_prefix('v'));
-        let key = (
-            name,
-            version
-                .ok_or_else(|| error("not `name vVERSION`"))?
-                .to_owned(),
-        );
-        let markers = words.next().unwrap_or_default();
-        let marker = |m: &str| markers.split(['(', ')']).any(|part| part == m);
-        let dir = markers
+        let version = version.ok_or_else(|| error("not `name vVERSION`"))?;
+        let markers = words
+            .next()
+            .unwrap_or_default()
             .split(['(', ')'])
-            .find(|part| part.starts_with('/'))
-            .unwrap_or("");
+            .map(str::trim);
+        let markers: Vec<&str> = markers
+            .filter(|m| !m.is_empty() && *m != "proc-macro")
+            .collect();
+        let dir = markers.iter().find(|marker| marker.starts_with('/'));
         if depth > path.len() || (depth == 0) != path.is_empty() {
             return Err(error("not a level below the line above"));
         }
         path.truncate(depth);
-        path.push((key.clone(), marker("proc-macro")));
+        path.push((name, version.to_owned()));
         if depth == 0 {
-            root_dir = format!("{dir}/");
+            root_dir = format!("{}/", dir.unwrap_or(&""));
             continue;
         }
-        let entry = found.entry(key).or_default();
+        let entry = found.entry(path[depth].clone()).or_default();
         entry.direct |= depth == 1;
-        entry.via.extend(
-            path.get(1)
-                .filter(|_| depth > 1)
-                .map(|(key, _)| key.0.clone()),
-        );
-        entry.outside_proc_macros |= path[1..].iter().all(|(_, macro_)| !macro_);
+        entry.via.extend((depth > 1).then(|| path[1].0.clone()));
         entry.license = if license.is_empty() {
             "none declared"
         } else {
             license
         }
         .to_owned();
-        let other = markers.split(['(', ')']).map(str::trim);
-        let other = other.filter(|m| !m.is_empty() && *m != "proc-macro" && !m.starts_with('/'));
-        entry.source = match (dir, other.collect::<Vec<_>>().join(" ")) {
-            ("", other) if other.is_empty() => "crates.io".to_owned(),
-            ("", other) => other,
-            (dir, _) if format!("{dir}/").starts_with(&root_dir) => "workspace".to_owned(),
-            _ => "path".to_owned(),
+        entry.source = match dir {
+            Some(dir) if format!("{dir}/").starts_with(&root_dir) => "workspace".to_owned(),
+            Some(_) => "path".to_owned(),
+            None if markers.is_empty() => "crates.io".to_owned(),
+            None => markers.join(" "),
         };
     }
     let root = path
         .into_iter()
         .next()
-        .ok_or("cargo tree printed no crate")?
-        .0;
+        .ok_or("cargo tree printed no crate")?;
     Ok((root, found))
-}
-
-/// Every crate of `built` (the normal and build tree), sorted by name and version: linked if
-/// `normal` (the normal-only tree) finds it outside every proc macro, its direct reasons from
-/// `allowed`.
-pub fn inventory(
-    built: &BTreeMap<Key, Found>,
-    normal: &BTreeMap<Key, Found>,
-    allowed: &DepsAllow,
-) -> Vec<Entry> {
-    let mut entries = Vec::new();
-    for ((name, version), found) in built {
-        let via: Vec<&str> = found.via.iter().map(String::as_str).collect();
-        let reason = match (
-            found.direct,
-            found.source.as_str(),
-            allowed.entries.get(name),
-        ) {
-            (false, ..) => format!("via {}", via.join(", ")),
-            (true, "workspace", _) => {
-                "direct; workspace crate (governed by the plugin_family_deps check)".to_owned()
-            }
-            (true, _, Some(entry)) => format!("direct: {}", entry.reason),
-            (true, _, None) => format!("direct, **not listed in {}**", deps_allow::PATH),
-        };
-        let linked = normal
-            .get(&(name.clone(), version.clone()))
-            .is_some_and(|n| n.outside_proc_macros);
-        entries.push(Entry {
-            name: name.clone(),
-            version: version.clone(),
-            license: found.license.clone(),
-            source: found.source.clone(),
-            used: if linked { Use::Linked } else { Use::BuildTime },
-            why: match found.direct && !via.is_empty() {
-                true => format!("{reason}; also via {}", via.join(", ")),
-                false => reason,
-            },
-        });
-    }
-    entries.sort_by(|a, b| {
-        (a.name.as_str(), version_key(&a.version)).cmp(&(b.name.as_str(), version_key(&b.version)))
-    });
-    entries
 }
 
 /// Sorts `1.10.0` after `1.9.0`: the numeric parts, then the whole text.
@@ -203,19 +119,37 @@ fn version_key(version: &str) -> (Vec<u64>, &str) {
     (parts.collect(), version)
 }
 
-/// The Markdown of `audit/dependencies.md` for `entries`.
-pub fn render(entries: &[Entry]) -> String {
-    let count = |used: Use| entries.iter().filter(|entry| entry.used == used).count();
-    let direct = entries
-        .iter()
-        .filter(|e| e.why.starts_with("direct"))
-        .count();
+/// Why a crate is in the tree: a direct dependency's line in `allowed`, else the direct
+/// dependencies it is found under.
+fn reason(name: &str, found: &Found, allowed: &DepsAllow) -> String {
+    let via: Vec<&str> = found.via.iter().map(String::as_str).collect();
+    let direct = match (found.source.as_str(), allowed.entries.get(name)) {
+        _ if !found.direct => return format!("via {}", via.join(", ")),
+        ("workspace", _) => "direct; workspace crate (governed by the plugin_family_deps check)",
+        (_, Some(entry)) => &format!("direct: {}", entry.reason),
+        (_, None) => &format!("direct, **not listed in {}**", deps_allow::PATH),
+    };
+    match via.is_empty() {
+        true => direct.to_owned(),
+        false => format!("{direct}; also via {}", via.join(", ")),
+    }
+}
+
+/// The Markdown of `audit/dependencies.md`: every crate of `built` (the normal and build
+/// tree) once, sorted by name and version, linked if `linked` (the tree of normal edges
+/// without proc macros) has it, with its reason.
+pub fn render(
+    built: &BTreeMap<Key, Found>,
+    linked: &BTreeMap<Key, Found>,
+    allowed: &DepsAllow,
+) -> String {
+    let mut crates: Vec<(&Key, &Found)> = built.iter().collect();
+    crates.sort_by(|(a, _), (b, _)| (&a.0, version_key(&a.1)).cmp(&(&b.0, version_key(&b.1))));
+    let linked_count = built.keys().filter(|key| linked.contains_key(*key)).count();
+    let direct = built.values().filter(|found| found.direct).count();
     let mut licenses: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for entry in entries {
-        licenses
-            .entry(&entry.license)
-            .or_default()
-            .insert(&entry.name);
+    for ((name, _), found) in &crates {
+        licenses.entry(&found.license).or_default().insert(name);
     }
     let mut out = String::new();
     out.push_str(&format!(
@@ -232,11 +166,10 @@ pub fn render(entries: &[Entry]) -> String {
          built (build scripts, proc macros and what they use). The licenses are as each crate \
          declares them; `deny.toml` holds the allow list that `cargo deny check licenses` \
          enforces.\n\n\
-         **{} crates**: {direct} direct, {} linked, {} build time only.\n\n",
+         **{} crates**: {direct} direct, {linked_count} linked, {} build time only.\n\n",
         deps_allow::PATH,
-        entries.len(),
-        count(Use::Linked),
-        count(Use::BuildTime),
+        crates.len(),
+        crates.len() - linked_count,
     ));
     out.push_str("## Licenses\n\n| license (as declared) | crates |\n|---|---|\n");
     for (license, names) in licenses {
@@ -247,19 +180,17 @@ pub fn render(entries: &[Entry]) -> String {
         "\n## Crates\n\n| crate | version | license | source | use | why it is here |\n\
          |---|---|---|---|---|---|\n",
     );
-    for entry in entries {
+    for (key @ (name, version), found) in crates {
+        let used = if linked.contains_key(key) {
+            "linked"
+        } else {
+            "build"
+        };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
-            entry.name,
-            entry.version,
-            escape(&entry.license),
-            escape(&entry.source),
-            if entry.used == Use::Linked {
-                "linked"
-            } else {
-                "build"
-            },
-            escape(&entry.why),
+            "| {name} | {version} | {} | {} | {used} | {} |\n",
+            escape(&found.license),
+            escape(&found.source),
+            escape(&reason(name, found, allowed)),
         ));
     }
     out
@@ -269,88 +200,46 @@ fn escape(cell: &str) -> String {
     cell.replace('|', "\\|").replace('\n', " ")
 }
 
-/// The inventory of the real workspace at `root`, rendered.
-pub fn generate(root: &Path) -> Result<(String, Vec<Entry>), String> {
+/// The inventory of the real workspace at `root`, rendered, and how many crates it lists.
+pub fn generate(root: &Path) -> Result<(String, usize), String> {
     let (top, built) = read_tree(&cargo_tree(root, "normal,build")?)?;
-    let (_, normal) = read_tree(&cargo_tree(root, "normal")?)?;
+    let (_, linked) = read_tree(&cargo_tree(root, "normal,no-proc-macro")?)?;
     if top.0 != ALLOW_LISTED_PACKAGE {
+        let from = top.0;
         return Err(format!(
-            "cargo tree started from {}, not {ALLOW_LISTED_PACKAGE}",
-            top.0
+            "cargo tree started from {from}, not {ALLOW_LISTED_PACKAGE}"
         ));
     }
-    let entries = inventory(&built, &normal, &DepsAllow::read(root)?);
-    Ok((render(&entries), entries))
+    Ok((
+        render(&built, &linked, &DepsAllow::read(root)?),
+        built.len(),
+    ))
 }
 
 /// `cargo tree` of [`ALLOW_LISTED_PACKAGE`] along `edges`, as [`read_tree`] reads it.
 fn cargo_tree(root: &Path, edges: &str) -> Result<String, String> {
-    let args = [
-        "tree",
-        "--package",
-        ALLOW_LISTED_PACKAGE,
-        "--edges",
-        edges,
-        "--target",
-        TARGET_PLATFORM,
-        "--no-dedupe",
-        "--prefix",
-        "depth",
-        "--format",
-        "{p}|{l}",
-        "--locked",
-    ];
-    String::from_utf8(run_cargo(root, &args)?)
+    let command = format!(
+        "tree --package {ALLOW_LISTED_PACKAGE} --edges {edges} --target {TARGET_PLATFORM} \
+         --no-dedupe --prefix depth --format {{p}}|{{l}} --locked"
+    );
+    String::from_utf8(run_cargo(root, &command)?)
         .map_err(|error| format!("cargo tree printed invalid UTF-8: {error}"))
-}
-
-/// Whether the inventory under `root` is `rendered`.
-fn is_written(root: &Path, rendered: &str) -> bool {
-    fs::read_to_string(root.join(INVENTORY_PATH)).is_ok_and(|written| written == rendered)
 }
 
 /// Whether `audit/dependencies.md` under `root` is what [`generate`] writes.
 pub fn is_current(root: &Path) -> Result<bool, String> {
     let (rendered, _) = generate(root)?;
-    Ok(is_written(root, &rendered))
+    Ok(fs::read(root.join(INVENTORY_PATH)).is_ok_and(|written| written == rendered.as_bytes()))
 }
 
-/// The subcommand's entry point: `audit` writes the inventory; `audit --check` only says
-/// whether it is current (exit code 1 if not).
-pub fn command(args: &[String]) -> ExitCode {
-    let check_only = match args {
-        [] => false,
-        [flag] if flag == "--check" => true,
-        _ => {
-            eprintln!("usage: cargo run -p build-xtask -- audit [--check]");
-            return ExitCode::from(2);
-        }
-    };
+/// The subcommand's entry point: writes the inventory.
+pub fn command(_: &[String]) -> Result<bool, String> {
     let root = workspace::root();
-    let outcome = generate(&root).and_then(|(rendered, entries)| {
-        let crates = entries.len();
-        if is_written(&root, &rendered) {
-            Ok(format!("{INVENTORY_PATH} is current ({crates} crates)"))
-        } else if check_only {
-            Err(format!(
-                "{INVENTORY_PATH} is out of date; run `cargo run -p build-xtask -- audit`"
-            ))
-        } else {
-            fs::write(root.join(INVENTORY_PATH), &rendered)
-                .map(|()| format!("wrote {INVENTORY_PATH} ({crates} crates)"))
-                .map_err(|error| format!("cannot write {INVENTORY_PATH}: {error}"))
-        }
-    });
-    match outcome {
-        Ok(done) => {
-            println!("audit: {done}");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("audit: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    let (rendered, crates) = generate(&root)?;
+    fs::write(root.join(INVENTORY_PATH), &rendered)
+        .map_err(|error| format!("cannot write {INVENTORY_PATH}: {error}"))?;
+    println!("audit: wrote {INVENTORY_PATH} ({crates} crates)");
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -371,41 +260,16 @@ mod tests {
     const ALLOW: &str = "reqwest # HTTP client\nserde # derive\ntokio # runtime\nforked # f\n\
                          local # l\n";
 
-    fn entries_with(allow: &str) -> Vec<Entry> {
+    fn render_with(allow: &str) -> String {
         let (_, built) = read_tree(BUILT).expect("tree");
-        let normal = BUILT.replace("3cc v1.0.0|MIT\n4shlex v1.0.0|\n", "");
-        let (_, normal) = read_tree(&normal).expect("tree");
-        inventory(&built, &normal, &DepsAllow::parse(allow))
-    }
-
-    fn row<'a>(entries: &'a [Entry], name: &str) -> &'a Entry {
-        entries
-            .iter()
-            .find(|entry| entry.name == name)
-            .expect("a row")
-    }
-
-    #[test]
-    fn the_tree_says_where_each_crate_is_found() {
-        let (root, found) = read_tree(BUILT).expect("tree");
-        assert_eq!(root, ("plugin_mcp".to_owned(), "0.1.0".to_owned()));
-        let get = |name: &str| {
-            found
-                .iter()
-                .find(|(key, _)| key.0 == name)
-                .expect("found")
-                .1
-        };
-        assert!(get("tokio").direct && !get("bytes").direct);
-        let via: BTreeSet<String> = ["reqwest", "runvil-plugin", "tokio"]
-            .map(String::from)
-            .into();
-        assert_eq!(get("bytes").via, via);
-        assert!(get("syn").via.contains("serde") && !get("syn").outside_proc_macros);
-        assert!(
-            get("cc").outside_proc_macros,
-            "a build edge is not a proc macro"
+        // `-e normal,no-proc-macro`: neither the build script's crates nor the proc macro's.
+        let linked = BUILT.replace("3cc v1.0.0|MIT\n4shlex v1.0.0|\n", "");
+        let linked = linked.replace(
+            "2serde_derive v1.0.0 (proc-macro)|MIT\n3syn v2.0.0|MIT\n",
+            "",
         );
+        let (_, linked) = read_tree(&linked).expect("tree");
+        render(&built, &linked, &DepsAllow::parse(allow))
     }
 
     #[test]
@@ -423,81 +287,39 @@ mod tests {
         }
     }
 
+    /// Each crate once, sorted, with the license and source of its line, linked unless only a
+    /// build script or a proc macro reaches it, and its reason from the allow-list (flagged
+    /// when it is not there) or its direct parents; the same text every time, with its counts.
     #[test]
-    fn every_crate_of_the_tree_is_listed_once() {
-        let names: Vec<String> = entries_with(ALLOW)
-            .iter()
-            .map(|e| format!("{} {}", e.name, e.version))
-            .collect();
+    fn each_crate_is_listed_once_with_its_license_source_use_and_reason() {
+        let rendered = render_with(ALLOW);
+        let rows = rendered
+            .split_once("|---|---|---|---|---|---|\n")
+            .map(|(_, rows)| rows);
         assert_eq!(
-            names.join(", "),
-            "bytes 1.0.0, cc 1.0.0, forked 0.2.0, local 0.3.0, reqwest 1.0.0, ring 1.0.0, \
-             runvil-plugin 0.1.0, serde 1.0.0, serde_derive 1.0.0, shlex 1.0.0, syn 2.0.0, \
-             tokio 1.0.0, untrusted 1.0.0"
+            rows,
+            Some(
+                "| bytes | 1.0.0 | MIT | crates.io | linked | via reqwest, runvil-plugin, tokio |
+| cc | 1.0.0 | MIT | crates.io | build | via reqwest |
+| forked | 0.2.0 | MIT | https://example.org/forked#0c0ffee | linked | direct: f |
+| local | 0.3.0 | MIT | path | linked | direct: l |
+| reqwest | 1.0.0 | MIT OR Apache-2.0 | crates.io | linked | direct: HTTP client |
+| ring | 1.0.0 | Apache-2.0 AND ISC | crates.io | linked | via reqwest |
+| runvil-plugin | 0.1.0 | MIT | workspace | linked | direct; workspace crate (governed by the plugin_family_deps check) |
+| serde | 1.0.0 | MIT | crates.io | linked | direct: derive |
+| serde_derive | 1.0.0 | MIT | crates.io | build | via serde |
+| shlex | 1.0.0 | none declared | crates.io | build | via reqwest |
+| syn | 2.0.0 | MIT | crates.io | build | via serde |
+| tokio | 1.0.0 | MIT | crates.io | linked | direct: runtime; also via reqwest, runvil-plugin |
+| untrusted | 1.0.0 | ISC | crates.io | linked | via reqwest |
+"
+            )
         );
-    }
-
-    #[test]
-    fn reasons_come_from_the_allow_list_or_name_the_direct_parents() {
-        let entries = entries_with(ALLOW);
-        let why = |name| row(&entries, name).why.as_str();
-        assert_eq!(why("reqwest"), "direct: HTTP client");
-        assert_eq!(
-            why("tokio"),
-            "direct: runtime; also via reqwest, runvil-plugin"
-        );
-        assert_eq!(why("bytes"), "via reqwest, runvil-plugin, tokio");
-        assert_eq!((why("shlex"), why("syn")), ("via reqwest", "via serde"));
-        assert_eq!(
-            why("runvil-plugin"),
-            "direct; workspace crate (governed by the plugin_family_deps check)"
-        );
-    }
-
-    #[test]
-    fn licenses_and_sources_come_from_each_line() {
-        let entries = entries_with(ALLOW);
-        let of = |name| {
-            let entry = row(&entries, name);
-            format!("{} / {}", entry.license, entry.source)
-        };
-        assert_eq!(of("ring"), "Apache-2.0 AND ISC / crates.io");
-        assert_eq!(of("shlex"), "none declared / crates.io");
-        assert_eq!(of("runvil-plugin"), "MIT / workspace");
-        assert_eq!(of("local"), "MIT / path");
-        assert_eq!(of("forked"), "MIT / https://example.org/forked#0c0ffee");
-    }
-
-    #[test]
-    fn build_scripts_and_proc_macros_are_build_time() {
-        for entry in &entries_with(ALLOW) {
-            let build = ["cc", "shlex", "serde_derive", "syn"].contains(&entry.name.as_str());
-            assert_eq!(entry.used == Use::BuildTime, build, "{}", entry.name);
-        }
-    }
-
-    #[test]
-    fn an_unlisted_direct_dependency_is_flagged() {
-        let entries = entries_with("tokio # runtime\n");
-        assert_eq!(
-            row(&entries, "reqwest").why,
-            "direct, **not listed in policy/deps.allow**"
-        );
-    }
-
-    #[test]
-    fn rendering_is_sorted_and_repeatable() {
-        let first = render(&entries_with(ALLOW));
-        assert_eq!(render(&entries_with(ALLOW)), first);
-        assert!(first.contains("**13 crates**: 6 direct, 9 linked, 4 build time only."));
-        assert!(first.contains("| Apache-2.0 AND ISC | ring |\n"));
-        assert!(first.contains("| cc | 1.0.0 | MIT | crates.io | build | via reqwest |\n"));
-        let rows: Vec<&str> = first
-            .lines()
-            .skip_while(|l| !l.starts_with("| crate |"))
-            .skip(2)
-            .collect();
-        assert!(rows.len() == 13 && rows.is_sorted(), "{rows:#?}");
+        let unlisted = render_with("tokio # runtime\n");
+        assert!(unlisted.contains("| linked | direct, **not listed in policy/deps.allow** |"));
+        assert_eq!(render_with(ALLOW), rendered);
+        assert!(rendered.contains("**13 crates**: 6 direct, 9 linked, 4 build time only."));
+        assert!(rendered.contains("| Apache-2.0 AND ISC | ring |\n"));
     }
 
     #[test]

@@ -14,9 +14,9 @@
 //!   [`crate::SUBCOMMANDS`].
 //!
 //! The table is read as GitHub renders it (pulldown-cmark, GFM tables). The tests are those
-//! `cargo test --workspace --tests -- --list` lists (the benchmark crate, which has none,
-//! excluded so as not to build it), so a name is a test that exists (run, or ignored with the
-//! command that runs it), not any `fn` of that name.
+//! `cargo test --workspace --tests -- --list` lists (the benchmark crate excluded so as not to
+//! build rmcp's client for it; the table names none of its tests), so a name is a test that
+//! exists (run, or ignored with the command that runs it), not any `fn` of that name.
 //! Anything else in that column, a row that names nothing, and a README without the table are
 //! violations too, so a typo cannot pass as "not a test name".
 //! [`check_table`] is a pure function over the README text and [`Known`]; [`check`] gathers
@@ -39,19 +39,9 @@ pub const PROVEN_BY_HEADER: &str = "proven by";
 /// How a command in the table must start; the word after it is the xtask subcommand.
 pub const XTASK_COMMAND_PREFIX: &str = "cargo run -p build-xtask -- ";
 
-/// The arguments of the `cargo test` run that lists the workspace's tests.
-pub const LIST_TESTS_ARGS: &[&str] = &[
-    "test",
-    "--workspace",
-    "--exclude",
-    "bench",
-    "--tests",
-    "--locked",
-    "--",
-    "--list",
-    "--format",
-    "terse",
-];
+/// The `cargo test` run that lists the workspace's tests.
+pub const LIST_TESTS: &str =
+    "test --workspace --exclude bench --tests --locked -- --list --format terse";
 
 /// What the table's names are checked against.
 pub struct Known<'a> {
@@ -61,19 +51,6 @@ pub struct Known<'a> {
     pub subcommands: &'a [&'a str],
     /// Whether a file or folder (relative to the workspace root) exists.
     pub exists: &'a dyn Fn(&str) -> bool,
-}
-
-/// What one backtick span of the "proven by" column names.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Reference<'a> {
-    /// A file or folder relative to the workspace root.
-    File(&'a str),
-    /// A test module, by its path (`secret::tests`).
-    TestModule(&'a str),
-    /// A test, by its path or the end of it.
-    Test(&'a str),
-    /// An xtask subcommand, by its name.
-    Command(&'a str),
 }
 
 /// Checks every row of the table in `readme` (the text of `audit/README.md`) against `known`,
@@ -87,49 +64,72 @@ pub fn check_table(readme: &str, known: &Known<'_>) -> Vec<String> {
     let tests: Vec<String> = known.tests.iter().map(|test| format!("::{test}")).collect();
     let mut violations = Vec::new();
     for (line, spans) in rows {
-        let spans = match spans {
-            Ok(spans) => spans,
-            Err(error) => {
-                violations.push(format!("{AUDIT_README_PATH}:{line}: {error}"));
-                continue;
-            }
+        let problems = match spans {
+            Err(error) => vec![error],
+            Ok(spans) if spans.is_empty() => vec![
+                "the row names no test, file or command in backticks, so nothing proves it"
+                    .to_owned(),
+            ],
+            Ok(spans) => spans
+                .iter()
+                .filter_map(|span| problem(span, known, &tests))
+                .collect(),
         };
-        if spans.is_empty() {
-            violations.push(format!(
-                "{AUDIT_README_PATH}:{line}: the row names no test, file or command in \
-                 backticks, so nothing proves it"
-            ));
-        }
-        for span in spans {
-            let problem = match classify(span) {
-                Err(error) => Some(error),
-                Ok(Reference::File(path)) => (!(known.exists)(path.trim_end_matches('/')))
-                    .then(|| format!("`{span}`: no such file or folder in the workspace")),
-                Ok(Reference::TestModule(module)) => {
-                    let inside = format!("::{module}::");
-                    (!tests.iter().any(|test| test.contains(&inside)))
-                        .then(|| format!("`{span}`: `cargo test -- --list` lists no test in it"))
-                }
-                Ok(Reference::Test(path)) => {
-                    let end = format!("::{path}");
-                    (!tests.iter().any(|test| test.ends_with(&end)))
-                        .then(|| format!("`{span}`: `cargo test -- --list` lists no such test"))
-                }
-                Ok(Reference::Command(subcommand)) => (!known.subcommands.contains(&subcommand))
-                    .then(|| {
-                        format!(
-                            "`{span}`: `{subcommand}` is not a subcommand of build-xtask \
-                             (known: {})",
-                            known.subcommands.join(", ")
-                        )
-                    }),
-            };
-            if let Some(problem) = problem {
-                violations.push(format!("{AUDIT_README_PATH}:{line}: {problem}"));
-            }
-        }
+        violations.extend(
+            problems
+                .into_iter()
+                .map(|p| format!("{AUDIT_README_PATH}:{line}: {p}")),
+        );
     }
     violations
+}
+
+/// Why `span` names nothing the table may name or nothing that exists; `None` if it is fine.
+/// `tests` are the known tests' paths, each after `::`.
+fn problem(span: &str, known: &Known<'_>, tests: &[String]) -> Option<String> {
+    if span.chars().any(char::is_whitespace) {
+        let Some(rest) = span.strip_prefix(XTASK_COMMAND_PREFIX) else {
+            return Some(format!(
+                "`{span}`: a command in the table must be `{XTASK_COMMAND_PREFIX}<subcommand>` \
+                 (name tests, files or xtask subcommands, which can be checked)"
+            ));
+        };
+        let subcommand = rest.split_whitespace().next().unwrap_or_default();
+        return (!known.subcommands.contains(&subcommand)).then(|| {
+            let all = known.subcommands.join(", ");
+            format!("`{span}`: `{subcommand}` is not a subcommand of build-xtask (known: {all})")
+        });
+    }
+    if span.contains('/') || has_file_extension(span) {
+        if span.starts_with('/') || span.split('/').any(|part| part == "..") {
+            return Some(format!(
+                "`{span}`: a file must be relative to the workspace root, inside it"
+            ));
+        }
+        return (!(known.exists)(span.trim_end_matches('/')))
+            .then(|| format!("`{span}`: no such file or folder in the workspace"));
+    }
+    let parts: Vec<&str> = span.split("::").collect();
+    if !parts.iter().all(|part| is_identifier(part)) {
+        return Some(format!(
+            "`{span}` is not a test, test module, file or command"
+        ));
+    }
+    let found = match parts.as_slice() {
+        ["tests"] => return Some(format!("`{span}`: name the module that holds the tests")),
+        [.., "tests"] => tests
+            .iter()
+            .any(|test| test.contains(&format!("::{span}::"))),
+        _ => tests
+            .iter()
+            .any(|test| test.ends_with(&format!("::{span}"))),
+    };
+    let missing = if parts.last() == Some(&"tests") {
+        "no test in it"
+    } else {
+        "no such test"
+    };
+    (!found).then(|| format!("`{span}`: `cargo test -- --list` lists {missing}"))
 }
 
 /// A row of the table: its 1-based line, and its "proven by" spans or why they cannot be read.
@@ -175,44 +175,6 @@ pub fn proven_by_spans(readme: &str) -> Result<Vec<Row<'_>>, String> {
     Ok(rows)
 }
 
-/// What `span` names, or why it names nothing the table may name.
-pub fn classify(span: &str) -> Result<Reference<'_>, String> {
-    if span.chars().any(char::is_whitespace) {
-        let Some(rest) = span.strip_prefix(XTASK_COMMAND_PREFIX) else {
-            return Err(format!(
-                "`{span}`: a command in the table must be `{XTASK_COMMAND_PREFIX}<subcommand>` \
-                 (name tests, files or xtask subcommands, which can be checked)"
-            ));
-        };
-        let subcommand = rest.split_whitespace().next().unwrap_or("");
-        return if is_identifier(subcommand.replace('-', "_").as_str()) {
-            Ok(Reference::Command(subcommand))
-        } else {
-            Err(format!("`{span}`: no subcommand after `--`"))
-        };
-    }
-    if span.contains('/') || has_file_extension(span) {
-        return if span.starts_with('/') || span.split('/').any(|part| part == "..") {
-            Err(format!(
-                "`{span}`: a file must be relative to the workspace root, inside it"
-            ))
-        } else {
-            Ok(Reference::File(span))
-        };
-    }
-    let parts: Vec<&str> = span.split("::").collect();
-    if !parts.iter().all(|part| is_identifier(part)) {
-        return Err(format!(
-            "`{span}` is not a test, test module, file or command"
-        ));
-    }
-    match parts.as_slice() {
-        ["tests"] => Err(format!("`{span}`: name the module that holds the tests")),
-        [.., "tests"] => Ok(Reference::TestModule(span)),
-        _ => Ok(Reference::Test(span)),
-    }
-}
-
 /// `name.ext` with an extension of letters (`clippy.toml`, `deps.allow`), not a version
 /// number or a sentence.
 fn has_file_extension(span: &str) -> bool {
@@ -240,13 +202,13 @@ pub fn listed_tests(list: &str) -> BTreeSet<String> {
 }
 
 /// Checks the real `audit/README.md` under `root`, listing the workspace's tests with
-/// [`LIST_TESTS_ARGS`] (which builds the test targets that are not built yet). `Err` if the
+/// [`LIST_TESTS`] (which builds the test targets that are not built yet). `Err` if the
 /// workspace cannot be read or the tests cannot be listed.
 pub fn check(root: &Path) -> Result<Vec<String>, String> {
     let path = root.join(AUDIT_README_PATH);
     let readme = fs::read_to_string(&path)
         .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    let list = String::from_utf8_lossy(&run_cargo(root, LIST_TESTS_ARGS)?).into_owned();
+    let list = String::from_utf8_lossy(&run_cargo(root, LIST_TESTS)?).into_owned();
     let subcommands: Vec<&str> = crate::SUBCOMMANDS.iter().map(|s| s.name).collect();
     let exists = |relative: &str| root.join(relative).exists();
     let known = Known {
@@ -309,18 +271,17 @@ mod tests {
     #[test]
     fn a_removed_test_fails_with_its_line() {
         let text = readme(&[
-            "| a | `tests/config.rs` `crafted_entry_rule` |",
-            "| b | `tests/config.rs` `a_test_that_was_renamed` |",
-            "| c | `policy::tests::a_fictional_test`, `other::tests::crafted_debug_test` |",
+            "| a | `tests/config.rs` `a_test_that_was_renamed`, `crafted_entry_rule` |",
+            "| b | `policy::tests::a_fictional_test`, `other::tests::crafted_debug_test` |",
         ]);
         assert_eq!(
             check_with(&text),
             [
-                "audit/README.md:8: `a_test_that_was_renamed`: `cargo test -- --list` lists no \
+                "audit/README.md:7: `a_test_that_was_renamed`: `cargo test -- --list` lists no \
                  such test",
-                "audit/README.md:9: `policy::tests::a_fictional_test`: `cargo test -- --list` \
+                "audit/README.md:8: `policy::tests::a_fictional_test`: `cargo test -- --list` \
                  lists no such test",
-                "audit/README.md:9: `other::tests::crafted_debug_test`: `cargo test -- --list` \
+                "audit/README.md:8: `other::tests::crafted_debug_test`: `cargo test -- --list` \
                  lists no such test",
             ]
         );
@@ -329,20 +290,16 @@ mod tests {
     #[test]
     fn a_missing_file_module_or_subcommand_fails() {
         let text = readme(&[
-            "| a | `tests/gone.rs` `crafted_entry_rule` |",
-            "| b | `sse::tests`, `ecret::tests` |",
-            "| c | command: `cargo run -p build-xtask -- benchmarks` |",
-            "| d | `deny.toml` |",
+            "| a | `tests/gone.rs`; `sse::tests` |",
+            "| b | command: `cargo run -p build-xtask -- benchmarks` |",
         ]);
         assert_eq!(
             check_with(&text),
             [
                 "audit/README.md:7: `tests/gone.rs`: no such file or folder in the workspace",
-                "audit/README.md:8: `sse::tests`: `cargo test -- --list` lists no test in it",
-                "audit/README.md:8: `ecret::tests`: `cargo test -- --list` lists no test in it",
-                "audit/README.md:9: `cargo run -p build-xtask -- benchmarks`: `benchmarks` is \
+                "audit/README.md:7: `sse::tests`: `cargo test -- --list` lists no test in it",
+                "audit/README.md:8: `cargo run -p build-xtask -- benchmarks`: `benchmarks` is \
                  not a subcommand of build-xtask (known: check, audit)",
-                "audit/README.md:10: `deny.toml`: no such file or folder in the workspace",
             ]
         );
     }
@@ -365,7 +322,7 @@ mod tests {
             "| a | `cargo test --workspace` |",
             "| b | proven by careful reading |",
             "| c | `tests/config.rs` `crafted_entry_rule |",
-            "| d | `not a::name!` `/etc/passwd` `../other/tests.rs` `tests` |",
+            "| d | `not a::name!` `/etc/passwd` `../other/tests.rs` `tests` `v1.2` |",
         ]);
         let violations = check_with(&text);
         let expected = [
@@ -376,6 +333,8 @@ mod tests {
             "audit/README.md:10: `/etc/passwd`: a file must be relative",
             "audit/README.md:10: `../other/tests.rs`: a file must be relative",
             "audit/README.md:10: `tests`: name the module that holds the tests",
+            // A version number is not a file, and not a test either.
+            "audit/README.md:10: `v1.2` is not a test, test module, file or command",
         ];
         assert_eq!(violations.len(), expected.len(), "{violations:#?}");
         for (violation, prefix) in violations.iter().zip(expected) {
@@ -409,27 +368,5 @@ mod tests {
             proven_by_spans(&two_rows),
             Ok(vec![(7, Ok(vec!["a"])), (8, Ok(vec!["b", "c"]))])
         );
-    }
-
-    #[test]
-    fn each_form_of_span_is_classified() {
-        use Reference::{Command, File, Test, TestModule};
-        assert_eq!(classify("tests/config.rs"), Ok(File("tests/config.rs")));
-        assert_eq!(classify("clippy.toml"), Ok(File("clippy.toml")));
-        assert_eq!(classify("a::tests"), Ok(TestModule("a::tests")));
-        assert_eq!(classify("a::tests::b"), Ok(Test("a::tests::b")));
-        // A version number is not a file, and not a test either.
-        assert!(classify("v1.2").is_err());
-        let command = classify("cargo run -p build-xtask -- audit --check");
-        assert_eq!(command, Ok(Command("audit")));
-        assert!(classify("cargo run -p build-xtask -- ").is_err());
-    }
-
-    #[test]
-    fn the_subcommands_the_audit_names_exist() {
-        let names: Vec<&str> = crate::SUBCOMMANDS.iter().map(|s| s.name).collect();
-        for expected in ["check", "audit", "deny"] {
-            assert!(names.contains(&expected), "{names:?}");
-        }
     }
 }

@@ -4,7 +4,6 @@
 #![allow(clippy::print_stdout)]
 
 use std::path::Path;
-use std::process::ExitCode;
 
 use crate::dependency_policy::{allow_list, plugin_family_deps};
 use crate::deps_allow::DepsAllow;
@@ -33,34 +32,20 @@ pub fn run_all(root: &Path) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// How many checks [`run_all`] runs.
-pub const CHECK_COUNT: usize = 3;
-
-/// The subcommand's entry point: prints every violation on stdout; exit code 1 if there is
-/// any or the checks could not run.
-pub fn command(args: &[String]) -> ExitCode {
-    if !args.is_empty() {
-        eprintln!("usage: cargo run -p build-xtask -- check");
-        return ExitCode::from(2);
+/// The subcommand's entry point: prints every violation on stdout; `Ok(false)` if there is
+/// any.
+pub fn command(_: &[String]) -> Result<bool, String> {
+    let violations = run_all(&workspace::root())
+        .map_err(|error| format!("the checks could not run: {error}"))?;
+    for violation in &violations {
+        println!("{violation}");
     }
-    match run_all(&workspace::root()) {
-        Ok(violations) if violations.is_empty() => {
-            println!(
-                "policy: all {CHECK_COUNT} checks passed (bans, features, licenses, advisories: \
-                 `cargo run -p build-xtask -- deny`)"
-            );
-            ExitCode::SUCCESS
-        }
-        Ok(violations) => {
-            for violation in &violations {
-                println!("{violation}");
-            }
-            eprintln!("policy: {} violation(s)", violations.len());
-            ExitCode::FAILURE
-        }
-        Err(error) => {
-            eprintln!("policy: the checks could not run: {error}");
-            ExitCode::FAILURE
-        }
+    match violations.len() {
+        0 => println!(
+            "policy: every check passed (bans, features, licenses, advisories: \
+             `cargo run -p build-xtask -- deny`)"
+        ),
+        count => eprintln!("policy: {count} violation(s)"),
     }
+    Ok(violations.is_empty())
 }

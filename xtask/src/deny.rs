@@ -8,12 +8,13 @@
 //! git-ignored `.tools/advisory-db` that `deny.toml` names, as a repository of one commit dated
 //! the snapshot's date; then `cargo deny --offline --workspace check [check...]` runs from the
 //! workspace root (`--offline`: no fetch of the database nor of crates; `--workspace`: every
-//! member's graph, as cargo unifies features across them). A stage of the same snapshot (the
-//! same `SNAPSHOT` file) is kept, so plain `cargo deny --offline check` works afterwards.
+//! member's graph, as cargo unifies features across them). Staging takes about two seconds, so
+//! it is done anew each time; the stage stays, so plain `cargo deny --offline check` works
+//! afterwards.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::Command;
 
 use crate::workspace;
 
@@ -46,19 +47,16 @@ pub fn parse_snapshot(text: &str) -> Option<(&str, &str)> {
     (valid_date && commit.chars().all(|c| c.is_ascii_hexdigit())).then_some((commit, date))
 }
 
-/// The subcommand's entry point.
-pub fn command(args: &[String]) -> ExitCode {
+/// The subcommand's entry point: `Ok(false)` if cargo-deny found a problem or could not run.
+pub fn command(args: &[String]) -> Result<bool, String> {
     let root = workspace::root();
     let (source, checks) = match args {
         [flag, dir, checks @ ..] if flag == "--db-source" => (PathBuf::from(dir), checks),
         checks => (root.join(DEFAULT_DB_SOURCE), checks),
     };
     // Only the advisories need the database: bans, licenses and sources run without it.
-    let advisories = checks.is_empty() || checks.iter().any(|c| c == "advisories");
-    let staged = root.join(DB_PATH).join(DB_DIR);
-    if advisories && let Err(error) = stage(&source, &staged) {
-        eprintln!("deny: {error}");
-        return ExitCode::FAILURE;
+    if checks.is_empty() || checks.iter().any(|c| c == "advisories") {
+        stage(&source, &root.join(DB_PATH).join(DB_DIR))?;
     }
     eprintln!(
         "deny: `cargo deny --offline --workspace check {}`",
@@ -69,14 +67,14 @@ pub fn command(args: &[String]) -> ExitCode {
         .args(["deny", "--offline", "--workspace", "check"])
         .args(checks)
         .status();
-    if status.is_ok_and(|status| status.success()) {
-        return ExitCode::SUCCESS;
+    let passed = status.is_ok_and(|status| status.success());
+    if !passed {
+        eprintln!("deny: cargo deny failed, or is not installed (`{INSTALL_HINT}`)");
     }
-    eprintln!("deny: cargo deny failed, or is not installed (`{INSTALL_HINT}`)");
-    ExitCode::FAILURE
+    Ok(passed)
 }
 
-/// Stages the snapshot `source` at `staged` as a git repository, unless it already is.
+/// Stages the snapshot `source` at `staged` as a git repository, replacing what is there.
 pub fn stage(source: &Path, staged: &Path) -> Result<(), String> {
     let snapshot = fs::read_to_string(source.join(SNAPSHOT_FILE)).map_err(|error| {
         format!(
@@ -87,9 +85,6 @@ pub fn stage(source: &Path, staged: &Path) -> Result<(), String> {
     })?;
     let (commit, date) = parse_snapshot(&snapshot)
         .ok_or_else(|| format!("{SNAPSHOT_FILE} is not `<commit> <YYYY-MM-DD>`: {snapshot}"))?;
-    if fs::read_to_string(staged.join(SNAPSHOT_FILE)).is_ok_and(|staged| staged == snapshot) {
-        return Ok(());
-    }
     eprintln!("deny: staging advisory-db {commit} of {date} in {DB_PATH}");
     if staged.exists() {
         fs::remove_dir_all(staged)
@@ -97,10 +92,9 @@ pub fn stage(source: &Path, staged: &Path) -> Result<(), String> {
     }
     fs::create_dir_all(staged)
         .map_err(|error| format!("cannot create {}: {error}", staged.display()))?;
-    // git copies the snapshot: committed from where it is, then checked out into the stage.
+    // git copies the snapshot: committed from where it is, then checked out into the stage,
+    // as build-xtask on the snapshot's date (what cargo-deny reads).
     let work_tree = format!("--work-tree={}", source.display());
-    git(staged, &["init", "--quiet", "."], date)?;
-    git(staged, &[&work_tree, "add", "--all"], date)?;
     let commit = [
         "commit",
         "--quiet",
@@ -108,42 +102,34 @@ pub fn stage(source: &Path, staged: &Path) -> Result<(), String> {
         "--message",
         "snapshot",
     ];
-    git(staged, &[&[work_tree.as_str()][..], &commit].concat(), date)?;
-    git(staged, &["reset", "--quiet", "--hard"], date)
-}
-
-/// `git -C <repository> <args>`, as build-xtask, on `date` (what a commit records).
-fn git(repository: &Path, args: &[&str], date: &str) -> Result<(), String> {
-    let (who, email, when) = (
-        "build-xtask",
-        "build-xtask@localhost",
-        format!("{date}T00:00:00Z"),
-    );
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(repository)
-        .args(args)
-        .envs([
-            ("GIT_AUTHOR_NAME", who),
-            ("GIT_AUTHOR_EMAIL", email),
-            ("GIT_AUTHOR_DATE", &when),
-        ])
-        .envs([("GIT_COMMITTER_NAME", who), ("GIT_COMMITTER_EMAIL", email)])
-        .env("GIT_COMMITTER_DATE", &when)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_INDEX_FILE")
-        .output()
-        .map_err(|error| format!("cannot run git (is it installed?): {error}"))?;
-    if output.status.success() {
-        return Ok(());
+    for args in [
+        &["init", "--quiet", "."][..],
+        &[&work_tree, "add", "--all"],
+        &[&[work_tree.as_str()][..], &commit].concat(),
+        &["reset", "--quiet", "--hard"],
+    ] {
+        let when = format!("{date}T00:00:00Z");
+        let output = Command::new("git")
+            .args([
+                "-c",
+                "user.name=build-xtask",
+                "-c",
+                "user.email=build-xtask@localhost",
+            ])
+            .arg("-C")
+            .arg(staged)
+            .args(args)
+            .envs([("GIT_AUTHOR_DATE", &when), ("GIT_COMMITTER_DATE", &when)])
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_INDEX_FILE")
+            .output()
+            .map_err(|error| format!("cannot run git (is it installed?): {error}"))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            return Err(format!("git {} failed: {}", args.join(" "), stderr.trim()));
+        }
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    Err(format!(
-        "git {} failed in {}: {}",
-        args.join(" "),
-        repository.display(),
-        stderr.trim()
-    ))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -163,37 +149,27 @@ mod tests {
 
     #[test]
     fn deny_toml_names_the_staging_folder() {
-        let deny_toml = include_str!("../../deny.toml");
-        assert!(
-            deny_toml.contains(&format!("db-path = \"{DB_PATH}\"")),
-            "{deny_toml}"
-        );
+        let db_path = format!("db-path = \"{DB_PATH}\"");
+        assert!(include_str!("../../deny.toml").contains(&db_path));
     }
 
     #[test]
-    fn a_snapshot_is_staged_as_a_repository_dated_its_date_and_kept_until_it_changes() {
+    fn a_snapshot_is_staged_as_a_repository_dated_its_date_and_replaces_the_last() {
         let dir = std::env::temp_dir().join(format!("build-xtask-stage-{}", std::process::id()));
         let (source, staged) = (dir.join("snapshot"), dir.join("stage"));
         fs::create_dir_all(source.join("crates/h2")).expect("create the snapshot");
         fs::write(source.join("crates/h2/RUSTSEC-2099-0001.md"), "advisory").expect("write");
         fs::write(source.join(SNAPSHOT_FILE), "bf5c0d2 2026-08-21\n").expect("write");
         stage(&source, &staged).expect("staged");
-        let date = Command::new("git")
-            .arg("-C")
-            .arg(&staged)
-            .args(["show", "-s", "--format=%cI", "HEAD"])
-            .output()
-            .expect("git runs");
+        let show = ["show", "-s", "--format=%cI", "HEAD"];
+        let date = Command::new("git").current_dir(&staged).args(show).output();
+        let date = date.expect("git runs").stdout;
         assert_eq!(
-            String::from_utf8_lossy(&date.stdout).trim(),
+            String::from_utf8_lossy(&date).trim(),
             "2026-08-21T00:00:00Z"
         );
         assert!(staged.join("crates/h2/RUSTSEC-2099-0001.md").is_file());
-        // The same snapshot: the stage is kept; another: it is made again.
         fs::write(staged.join("marker"), "").expect("write");
-        stage(&source, &staged).expect("kept");
-        assert!(staged.join("marker").exists());
-        fs::write(source.join(SNAPSHOT_FILE), "cafe 2026-09-01\n").expect("write");
         stage(&source, &staged).expect("staged again");
         assert!(!staged.join("marker").exists());
         let _ = fs::remove_dir_all(&dir);

@@ -98,4 +98,13 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn an_unreadable_list_is_an_error_naming_it() {
+        let error = DepsAllow::read(Path::new("/nonexistent")).expect_err("no file");
+        assert!(
+            error.starts_with("cannot read /nonexistent/policy/deps.allow"),
+            "{error}"
+        );
+    }
 }

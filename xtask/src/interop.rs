@@ -2,24 +2,23 @@
 //! reference server `@modelcontextprotocol/server-everything` over Streamable HTTP.
 //!
 //! The server is installed with npm into the git-ignored `<workspace>/.tools/interop` on
-//! first use and started on a free port; the Pack lists its tools and calls a few of them, and
-//! each converted result is checked (text, an image placeholder, resource links, structured
-//! content). The server is killed at the end, whatever happened. One line per check; exit
-//! code 0 only if every check held.
+//! first use and started on a free port, its output on our stderr; the Pack lists its tools
+//! and calls a few of them, and each converted result is checked (text, an image placeholder,
+//! resource links, structured content, an embedded resource). The server is killed at the end,
+//! whatever happened. One line per check; exit code 0 only if every check held.
 
 // A command whose output (one line per check) is its result.
 #![allow(clippy::print_stdout)]
 
-use std::fs;
-use std::io::{BufRead, BufReader, Read};
+use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use runvil_plugin::{Pack, ToolError};
+use runvil_plugin::{Pack, Services, ToolError};
 use serde_json::{Value, json};
 
 /// The reference server, pinned.
@@ -36,72 +35,49 @@ const LISTEN_WITHIN: Duration = Duration::from_secs(30);
 /// How long the Pack may take to connect.
 const READY_WITHIN: Duration = Duration::from_secs(20);
 
-/// The subcommand's entry point.
-pub fn command(args: &[String]) -> ExitCode {
-    if !args.is_empty() {
-        eprintln!("`interop` takes no arguments");
-        return ExitCode::from(2);
+/// The subcommand's entry point: one line per check; `Ok(false)` if any failed.
+pub fn command(_: &[String]) -> Result<bool, String> {
+    let checks = run(&crate::workspace::root())?;
+    let failed = checks
+        .iter()
+        .filter(|(_, outcome)| outcome.is_err())
+        .count();
+    for (name, outcome) in &checks {
+        let (word, detail) = match outcome {
+            Ok(seen) => ("ok  ", seen),
+            Err(why) => ("FAIL", why),
+        };
+        println!("interop: {word} {name:<44} {}", one_line(detail));
     }
-    match run(&crate::workspace::root()) {
-        Ok(checks) => {
-            let failed = checks.iter().filter(|check| !check.held).count();
-            for check in &checks {
-                println!(
-                    "interop: {} {:<44} {}",
-                    if check.held { "ok  " } else { "FAIL" },
-                    check.name,
-                    check.detail
-                );
-            }
-            if failed == 0 {
-                println!("interop: all {} checks held", checks.len());
-                ExitCode::SUCCESS
-            } else {
-                println!("interop: {failed} of {} checks failed", checks.len());
-                ExitCode::FAILURE
-            }
-        }
-        Err(error) => {
-            eprintln!("interop: {error}");
-            ExitCode::FAILURE
-        }
+    match failed {
+        0 => println!("interop: all {} checks held", checks.len()),
+        _ => println!("interop: {failed} of {} checks failed", checks.len()),
     }
+    Ok(failed == 0)
 }
 
-/// One check: its name, whether it held, and what was seen.
-struct Check {
-    name: String,
-    held: bool,
-    detail: String,
-}
-
-impl Check {
-    fn new(name: impl Into<String>, held: bool, detail: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            held,
-            detail: detail.into(),
-        }
-    }
-}
+/// A check's name, and what was seen (`Ok`) or why it failed.
+type Check = (String, Result<String, String>);
 
 /// Installs and starts the server, runs the checks, and kills the server.
 fn run(root: &Path) -> Result<Vec<Check>, String> {
-    let root = root
-        .canonicalize()
-        .map_err(|error| format!("cannot resolve the workspace root: {error}"))?;
     let dir = root.join(INSTALL_DIR);
-    let server_bin = install(&dir)?;
-    let port = free_port()?;
-    let server = Server::start(&server_bin, &dir, port)?.wait_listening(port)?;
+    crate::workspace::npm_install(&dir, &[(SERVER_PACKAGE, SERVER_VERSION)])?;
+    let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
+    // A port nothing listens on now: the OS picks it, and the listener is closed at once.
+    let port = listener
+        .and_then(|listener| listener.local_addr())
+        .map_err(|error| format!("cannot find a free port: {error}"))?
+        .port();
+    let server = Server::start(&dir, port)?;
     let url = format!("http://127.0.0.1:{port}/mcp");
     eprintln!("interop: server listening at {url}");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| format!("cannot build the tokio runtime: {error}"))?;
+    let runtime = tokio::runtime::Runtime::new();
+    let runtime = runtime.map_err(|error| format!("cannot build the tokio runtime: {error}"))?;
     let checks = runtime.block_on(async {
-        let pack = crate::pack_driver::build_pack(NAMESPACE, &url)?;
+        let servers = json!({ NAMESPACE: { "url": url } });
+        let pack = shared_mcp_fixture::pack_with(servers, Services::new())
+            .map_err(|error| error.to_string())?;
         let checks = checks(&pack).await;
         // Completes once the session's DELETE is sent.
         pack.shutdown().await;
@@ -111,268 +87,130 @@ fn run(root: &Path) -> Result<Vec<Check>, String> {
     checks
 }
 
-/// Installs the server into `dir` with npm unless that version is already there; the path of
-/// its executable.
-fn install(dir: &Path) -> Result<PathBuf, String> {
-    let bin = dir.join("node_modules/.bin/mcp-server-everything");
-    let manifest = dir.join("node_modules/@modelcontextprotocol/server-everything/package.json");
-    let installed = fs::read_to_string(&manifest)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .is_some_and(|package| package["version"] == SERVER_VERSION);
-    if installed && bin.is_file() {
-        return Ok(bin);
-    }
-    crate::workspace::npm_install(dir, &[format!("{SERVER_PACKAGE}@{SERVER_VERSION}")])?;
-    if !bin.is_file() {
-        return Err(format!(
-            "npm install succeeded but {} is missing",
-            bin.display()
-        ));
-    }
-    Ok(bin)
-}
-
-/// A port nothing listens on now (the OS picks it; the listener is closed at once).
-fn free_port() -> Result<u16, String> {
-    let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
-        .map_err(|error| format!("cannot find a free port: {error}"))?;
-    listener
-        .local_addr()
-        .map(|address| address.port())
-        .map_err(|error| format!("cannot find a free port: {error}"))
-}
-
 /// The running server; dropping it kills the process.
-struct Server {
-    child: Child,
-}
+struct Server(Child);
 
 impl Server {
-    /// Starts `bin streamableHttp` with `PORT=port`, its output forwarded to our stderr.
-    fn start(bin: &Path, dir: &Path, port: u16) -> Result<Self, String> {
-        let mut child = Command::new(bin)
+    /// Starts `mcp-server-everything streamableHttp` with `PORT=port`, its output on our
+    /// stderr, and waits until the port accepts connections, failing if the server exits
+    /// first or [`LISTEN_WITHIN`] passes.
+    fn start(dir: &Path, port: u16) -> Result<Self, String> {
+        let bin = dir.join("node_modules/.bin/mcp-server-everything");
+        let child = Command::new(&bin)
             .arg("streamableHttp")
             .current_dir(dir)
             .env("PORT", port.to_string())
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdout(io::stderr())
             .spawn()
             .map_err(|error| format!("cannot start {}: {error}", bin.display()))?;
-        if let Some(out) = child.stdout.take() {
-            forward(out);
-        }
-        if let Some(err) = child.stderr.take() {
-            forward(err);
-        }
-        Ok(Self { child })
-    }
-
-    /// Waits until `port` accepts connections, failing if the server exits first or
-    /// [`LISTEN_WITHIN`] passes.
-    fn wait_listening(mut self, port: u16) -> Result<Self, String> {
+        let mut server = Self(child);
         let deadline = Instant::now() + LISTEN_WITHIN;
         let address = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port).into();
-        loop {
-            if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
-                return Ok(self);
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
+        while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
+            if let Ok(Some(status)) = server.0.try_wait() {
                 return Err(format!("the server exited before listening ({status})"));
             }
             if Instant::now() >= deadline {
                 return Err(format!(
-                    "the server did not listen on port {port} within {LISTEN_WITHIN:?}"
+                    "the server did not listen within {LISTEN_WITHIN:?}"
                 ));
             }
             thread::sleep(Duration::from_millis(100));
         }
+        Ok(server)
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
-}
-
-/// Forwards a server stream to our stderr, each line marked as the server's.
-fn forward(stream: impl Read + Send + 'static) {
-    thread::spawn(move || {
-        for line in BufReader::new(stream).lines() {
-            match line {
-                Ok(line) => eprintln!("  [server] {line}"),
-                Err(_) => break,
-            }
-        }
-    });
-}
-
-/// What a converted result must satisfy.
-type Expectation = fn(&str) -> Result<(), String>;
-
-/// One tool call to check: a name for the line, the tool names the server may use for it,
-/// the arguments, and the expectation.
-struct ToolCase {
-    check: &'static str,
-    candidates: &'static [&'static str],
-    arguments: fn() -> Value,
-    expect: Expectation,
 }
 
 const ECHO_MESSAGE: &str = "interop says hello";
 
-const TOOL_CASES: &[ToolCase] = &[
-    ToolCase {
-        check: "echo",
-        candidates: &["echo"],
-        arguments: || json!({"message": ECHO_MESSAGE}),
-        expect: |text| contains(text, ECHO_MESSAGE),
-    },
-    ToolCase {
-        check: "sum",
-        candidates: &["get-sum", "add"],
-        arguments: || json!({"a": 2, "b": 3}),
-        expect: |text| contains(text, "5"),
-    },
-    ToolCase {
-        check: "image",
-        candidates: &["get-tiny-image", "getTinyImage"],
-        arguments: || json!({}),
-        expect: |text| contains(text, "[image omitted: image/png]"),
-    },
-    ToolCase {
-        check: "resource links",
-        candidates: &["get-resource-links", "getResourceLinks"],
-        arguments: || json!({"count": 2}),
-        expect: |text| contains(text, "[resource: "),
-    },
-    ToolCase {
-        check: "structured content",
-        candidates: &["get-structured-content", "structuredContent"],
-        arguments: || json!({"location": "Chicago"}),
-        expect: |text| {
-            let parsed = serde_json::from_str::<Value>(text)
-                .ok()
-                .filter(|value| value["temperature"].is_number());
-            if parsed.is_some() || text.contains("temperature") {
-                Ok(())
-            } else {
-                Err("neither JSON with a temperature nor text that mentions it".to_owned())
-            }
-        },
-    },
-    ToolCase {
-        check: "embedded resource",
-        candidates: &["get-resource-reference", "getResourceReference"],
-        arguments: || json!({"resourceType": "Text", "resourceId": 1}),
-        expect: |text| contains(text, "This is a plaintext resource"),
-    },
-    ToolCase {
-        check: "annotated content",
-        candidates: &["get-annotated-message", "annotatedMessage"],
-        arguments: || json!({"messageType": "success", "includeImage": true}),
-        expect: |text| {
-            contains(text, "Operation completed successfully")?;
-            contains(text, "[image omitted: image/png]")
-        },
-    },
-];
-
-fn contains(text: &str, needle: &str) -> Result<(), String> {
-    if text.contains(needle) {
-        Ok(())
-    } else {
-        Err(format!("does not contain {needle:?}"))
-    }
+/// The tools to call, as the pinned server names them, their arguments, and what each
+/// converted result must contain.
+fn tool_cases() -> [(&'static str, Value, &'static [&'static str]); 7] {
+    const IMAGE: &str = "[image omitted: image/png]";
+    let annotated = json!({"messageType": "success", "includeImage": true});
+    [
+        ("echo", json!({"message": ECHO_MESSAGE}), &[ECHO_MESSAGE]),
+        ("get-sum", json!({"a": 2, "b": 3}), &["5"]),
+        ("get-tiny-image", json!({}), &[IMAGE]),
+        ("get-resource-links", json!({"count": 2}), &["[resource: "]),
+        (
+            "get-structured-content",
+            json!({"location": "Chicago"}),
+            &["temperature"],
+        ),
+        (
+            "get-resource-reference",
+            json!({"resourceType": "Text", "resourceId": 1}),
+            &["This is a plaintext resource"],
+        ),
+        (
+            "get-annotated-message",
+            annotated,
+            &["Operation completed successfully", IMAGE],
+        ),
+    ]
 }
 
-/// Every check, in order; a failed listing ends the run early.
+/// Every check, in order; a server that does not become ready ends the run early.
 async fn checks(pack: &Arc<dyn Pack>) -> Vec<Check> {
-    let mut checks = Vec::new();
-    let entry = match crate::pack_driver::settled(pack, NAMESPACE, READY_WITHIN).await {
-        Ok(entry) => entry,
-        Err(error) => {
-            checks.push(Check::new("listing", false, error));
-            return checks;
-        }
+    let entry = shared_mcp_fixture::ready(pack, NAMESPACE, READY_WITHIN).await;
+    let tools = entry
+        .as_ref()
+        .ok()
+        .and_then(|entry| entry["tools"].as_array());
+    let names: Vec<&str> = tools
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let listing = match entry {
+        Ok(_) if names.is_empty() => Err("ready with no tools".to_owned()),
+        Ok(_) => Ok(format!(
+            "ready with {} tools: {}",
+            names.len(),
+            names.join(", ")
+        )),
+        Err(why) => Err(why),
     };
-    let names = tool_names(&entry);
-    let ready = entry["status"] == "ready" && !names.is_empty();
-    checks.push(Check::new(
-        "listing",
-        ready,
-        if ready {
-            format!("ready with {} tools: {}", names.len(), names.join(", "))
-        } else {
-            format!("not ready: {entry}")
-        },
-    ));
+    let ready = listing.is_ok();
+    let mut checks = vec![("listing".to_owned(), listing)];
     if !ready {
         return checks;
     }
-    for case in TOOL_CASES {
-        let Some(tool) = case
-            .candidates
-            .iter()
-            .find(|candidate| names.iter().any(|name| name == *candidate))
-        else {
-            checks.push(Check::new(
-                case.check,
-                false,
-                format!("the server offers none of {:?}", case.candidates),
-            ));
-            continue;
-        };
-        let label = format!("{} ({tool})", case.check);
-        match call(pack, tool, (case.arguments)()).await {
-            Ok(text) => {
-                let shown = one_line(&text);
-                match (case.expect)(&text) {
-                    Ok(()) => checks.push(Check::new(label, true, shown)),
-                    Err(why) => checks.push(Check::new(label, false, format!("{why}: {shown}"))),
-                }
+    for (tool, arguments, needles) in tool_cases() {
+        let answer = shared_mcp_fixture::call(pack, NAMESPACE, tool, arguments).await;
+        let outcome = answer.map_err(|error| error.to_string()).and_then(|text| {
+            match needles.iter().find(|needle| !text.contains(**needle)) {
+                Some(needle) => Err(format!("does not contain {needle:?}: {text}")),
+                None => Ok(text),
             }
-            Err(error) => checks.push(Check::new(label, false, error.to_string())),
-        }
+        });
+        checks.push((tool.to_owned(), outcome));
     }
-    if names.iter().any(|name| name == "echo") {
-        // Arguments that break the tool's input schema: refused, never a result.
-        let bad = call(pack, "echo", json!({"message": 42})).await;
-        checks.push(Check::new(
-            "bad arguments are refused",
-            matches!(bad, Err(ToolError::Invalid(_) | ToolError::Backend(_))),
-            match bad {
-                Ok(text) => format!("answered: {}", one_line(&text)),
-                Err(error) => one_line(&error.to_string()),
-            },
-        ));
+    // Arguments that break the tool's input schema, and a tool that does not exist: refused,
+    // never a result.
+    let refusals = [
+        ("bad arguments are refused", "echo", json!({"message": 42})),
+        ("unknown tool is invalid", "no-such-tool", json!({})),
+    ];
+    for (check, tool, arguments) in refusals {
+        let outcome = match shared_mcp_fixture::call(pack, NAMESPACE, tool, arguments).await {
+            Ok(text) => Err(format!("answered: {text}")),
+            Err(error @ ToolError::Invalid(_)) => Ok(error.to_string()),
+            Err(error @ ToolError::Backend(_)) if tool == "echo" => Ok(error.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        checks.push((check.to_owned(), outcome));
     }
-    let unknown = call(pack, "no-such-tool", json!({})).await;
-    checks.push(Check::new(
-        "unknown tool is invalid",
-        matches!(unknown, Err(ToolError::Invalid(_))),
-        match unknown {
-            Ok(text) => format!("answered: {}", one_line(&text)),
-            Err(error) => one_line(&error.to_string()),
-        },
-    ));
     checks
-}
-
-/// The tool names in a listing entry (each a string, or an object with a name).
-fn tool_names(entry: &Value) -> Vec<String> {
-    entry["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool.as_str().or_else(|| tool["name"].as_str()))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// The text on one line, shortened for a report.
@@ -384,41 +222,14 @@ fn one_line(text: &str) -> String {
     }
 }
 
-async fn call(pack: &Arc<dyn Pack>, tool: &str, arguments: Value) -> Result<String, ToolError> {
-    crate::pack_driver::call(pack, NAMESPACE, tool, arguments).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn reads_tool_names_in_either_shape() {
-        let entry = json!({"tools": ["echo", {"name": "get-sum"}, 3]});
-        assert_eq!(tool_names(&entry), ["echo", "get-sum"]);
-        assert!(tool_names(&json!({})).is_empty());
-    }
-
-    #[test]
-    fn shortens_to_one_line() {
+    fn shortens_to_one_line_at_a_character_boundary() {
         assert_eq!(one_line("a\n\n b"), "a b");
-        let long = "x".repeat(200);
-        assert_eq!(one_line(&long).chars().count(), 121);
-    }
-
-    #[test]
-    fn expectations_judge_converted_text() {
-        let by_check = |name: &str| {
-            TOOL_CASES
-                .iter()
-                .find(|case| case.check == name)
-                .map(|case| case.expect)
-                .expect("a case")
-        };
-        assert!(by_check("image")("a\n\n[image omitted: image/png]").is_ok());
-        assert!(by_check("image")("[image omitted: image/jpeg]").is_err());
-        assert!(by_check("structured content")(r#"{"temperature":36}"#).is_ok());
-        assert!(by_check("structured content")("cloudy").is_err());
-        assert!(by_check("echo")(&format!("Echo: {ECHO_MESSAGE}")).is_ok());
+        assert_eq!(one_line(&"x".repeat(200)).chars().count(), 121);
+        assert_eq!(one_line(&"é".repeat(121)), format!("{}…", "é".repeat(120)));
     }
 }

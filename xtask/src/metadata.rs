@@ -1,4 +1,4 @@
-//! The parts of `cargo metadata --format-version 1` the checks and the inventory read, as
+//! The parts of `cargo metadata --format-version 1` the dependency checks read, as
 //! typed structs.
 //!
 //! Not the `cargo_metadata` crate: every version of it turns on serde_json's `unbounded_depth`,
@@ -23,18 +23,10 @@ pub struct Metadata {
 pub struct Package {
     /// Its name.
     pub name: String,
-    /// Its version.
-    pub version: String,
     /// Its package id.
     pub id: String,
     /// Where it comes from: `registry+...`, `git+...`; none for a path package.
     pub source: Option<String>,
-    /// Its `description`.
-    pub description: Option<String>,
-    /// Its SPDX license expression.
-    pub license: Option<String>,
-    /// Its license file, when it declares no expression.
-    pub license_file: Option<String>,
     /// Its dependencies as its manifest declares them.
     #[serde(default)]
     pub dependencies: Vec<Dependency>,
@@ -48,17 +40,7 @@ pub struct Dependency {
     /// Where it comes from; none for a path dependency.
     pub source: Option<String>,
     /// `dev` or `build`; none for a normal dependency.
-    pub kind: Option<Kind>,
-}
-
-/// The kind of a dependency that is not a normal one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// `[dev-dependencies]`.
-    Dev,
-    /// `[build-dependencies]`.
-    Build,
+    pub kind: Option<String>,
 }
 
 impl Metadata {

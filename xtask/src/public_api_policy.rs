@@ -139,14 +139,11 @@ mod tests {
     use super::*;
 
     fn check(files: &[(&str, &str)]) -> Vec<String> {
-        let files: Vec<SourceFile> = files
-            .iter()
-            .map(|(path, text)| SourceFile {
-                path: (*path).to_owned(),
-                text: (*text).to_owned(),
-            })
-            .collect();
-        only_install_is_public(&files)
+        let file = |(path, text): &(&str, &str)| SourceFile {
+            path: (*path).to_owned(),
+            text: (*text).to_owned(),
+        };
+        only_install_is_public(&files.iter().map(file).collect::<Vec<_>>())
     }
 
     /// What each violation names: `path: item`.
@@ -218,17 +215,5 @@ mod tests {
         let violations = check(&[(CRATE_ROOT, "pub fn install( {}\n")]);
         assert_eq!(violations.len(), 1, "{violations:?}");
         assert!(violations[0].starts_with("src/lib.rs: does not parse as Rust"));
-    }
-
-    #[test]
-    fn only_exactly_install_is_allowed() {
-        let violations = check(&[(
-            CRATE_ROOT,
-            "pub fn install_all() {}\npub async fn install() {}",
-        )]);
-        assert_eq!(
-            named(&violations),
-            ["src/lib.rs: `fn install_all`", "src/lib.rs: `fn install`"]
-        );
     }
 }

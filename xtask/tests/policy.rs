@@ -43,7 +43,7 @@ fn a_crafted_workspace_fails_every_check() {
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("create the folder");
         std::fs::write(path, text).expect("write the crafted workspace");
     }
-    workspace::run_cargo(&root, &["generate-lockfile"]).expect("a lock file");
+    workspace::run_cargo(&root, "generate-lockfile").expect("a lock file");
     let violations = check::run_all(&root);
     let _ = std::fs::remove_dir_all(&dir);
     let violations = violations.expect("the checks run").join("\n");

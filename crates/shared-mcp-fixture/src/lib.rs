@@ -37,7 +37,7 @@ mod tools;
 #[cfg(feature = "server")]
 pub use handler::{PAGED_TOOL_NAMES, Revisions, TOOL_NAMES, ToolSet, echo_schema};
 #[cfg(feature = "pack")]
-pub use pack::{call, listing, pack, pack_with, settled, status, try_pack, wait_for};
+pub use pack::{call, listing, pack, pack_with, ready, settled, status, try_pack, wait_for};
 #[cfg(feature = "server")]
 pub use server::{Answers, Builder, Fixture, Mode};
 #[cfg(feature = "server")]

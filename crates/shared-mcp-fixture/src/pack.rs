@@ -84,6 +84,27 @@ pub async fn settled(pack: &Arc<dyn Pack>, namespace: &str, within: Duration) ->
     status(pack, namespace).await
 }
 
+/// Waits as [`settled`] does, and answers the entry if `namespace` is ready, or why it is not
+/// (its reason, or that it is still loading), for tools that report rather than panic.
+pub async fn ready(
+    pack: &Arc<dyn Pack>,
+    namespace: &str,
+    within: Duration,
+) -> Result<Value, String> {
+    let entry = settled(pack, namespace, within).await;
+    match entry["status"].as_str() {
+        Some("ready") => Ok(entry),
+        Some("error") => Err(format!(
+            "`{namespace}` is in error: {}",
+            entry["reason"].as_str().unwrap_or("(no reason given)")
+        )),
+        None => Err(format!("the listing has no `{namespace}`")),
+        _ => Err(format!(
+            "`{namespace}` did not become ready within {within:?}: {entry}"
+        )),
+    }
+}
+
 /// Waits until `namespace` has the status `want`, and answers its entry.
 ///
 /// # Panics

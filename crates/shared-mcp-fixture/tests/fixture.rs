@@ -1,11 +1,13 @@
 //! The fixture's own promises, through the Pack as every user of it sees them: each tool set
 //! lists what it says, the gate holds handshakes, the recorder counts what arrived, and a
-//! late or `nodelay` server still serves.
+//! late or `nodelay` server still serves; `ready` answers a server's entry or why it has none.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use shared_mcp_fixture::{Answers, Fixture, Mode, Revisions, ToolSet, pack, settled, wait_for};
+use shared_mcp_fixture::{
+    Answers, Fixture, Mode, Revisions, ToolSet, pack, ready, settled, wait_for,
+};
 
 const READY: Duration = Duration::from_secs(10);
 
@@ -111,4 +113,21 @@ async fn slow_answers_after_its_time_and_records_its_start() {
     );
     assert_eq!(server.slow_started().len(), 1);
     assert_eq!(server.wait_cancelled(Duration::ZERO).await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_answers_the_entry_or_why_the_server_is_not_ready() {
+    let server = Fixture::start(Mode::Sse).await;
+    let servers = json!({"s": {"url": server.url()}, "local": {"command": "x"}});
+    let pack = pack(servers);
+    let entry = ready(&pack, "s", READY).await.expect("s is ready");
+    assert_eq!(entry["status"], "ready");
+    let refused = ready(&pack, "local", READY)
+        .await
+        .expect_err("a refused entry");
+    assert!(refused.starts_with("`local` is in error: "), "{refused}");
+    // No status will ever name it: the wait ends at once.
+    let missing = ready(&pack, "absent", Duration::ZERO).await;
+    let missing = missing.expect_err("no such server");
+    assert_eq!(missing, "the listing has no `absent`");
 }

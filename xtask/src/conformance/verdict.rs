@@ -1,66 +1,48 @@
-//! Judges the three runs of the suite together against the one baseline.
+//! Judges the suite's runs together against the one baseline.
 //!
-//! The suite judges each run on its own against `--expected-failures`, and counts a listed
-//! scenario that passes as stale. One baseline for two revisions does not fit that rule: a
-//! scenario that runs at both revisions may fail at only one of them (while the Pack speaks
-//! only 2025-11-25, `tools_call` passes at 2025-11-25 and fails at 2026-07-28), so it must be
-//! listed, and the 2025-11-25 run would call it stale. Across the runs the rules stay whole:
+//! A scenario that runs at both revisions may fail at only one of them, so it must be listed,
+//! and judging each run alone would call the entry stale in the run where it passes. Across the
+//! runs the rules stay whole:
 //!
 //! - a scenario that fails in any run and is not listed fails the command;
 //! - a listed scenario that passes in every run that has it is stale and fails the command;
 //! - a listed scenario that no run has is a typo or a leftover and fails the command.
 
+use super::BASELINE_PATH;
 use super::suite_output::Outcome;
 
-/// One run: its label and every scenario's outcome.
-pub(super) struct Run {
-    pub(super) label: String,
-    pub(super) scenarios: Vec<(String, Outcome)>,
-}
-
-/// What is wrong with the runs, given the baseline; empty when the command passes.
-#[derive(Debug, Default, PartialEq)]
-pub(super) struct Verdict {
-    /// `(run label, scenario)` for each failure the baseline does not list.
-    pub(super) unexpected: Vec<(String, String)>,
-    /// Listed scenarios that passed in every run that has them.
-    pub(super) stale: Vec<String>,
-    /// Listed scenarios that no run has.
-    pub(super) unknown: Vec<String>,
-}
-
-impl Verdict {
-    pub(super) fn passed(&self) -> bool {
-        self.unexpected.is_empty() && self.stale.is_empty() && self.unknown.is_empty()
-    }
-}
-
-/// Judges `runs` against the `listed` scenarios.
-pub(super) fn judge(listed: &[String], runs: &[Run]) -> Verdict {
-    let mut verdict = Verdict::default();
-    for run in runs {
-        for (scenario, outcome) in &run.scenarios {
+/// What is wrong with `runs` (each a label and every scenario's outcome) given the `listed`
+/// scenarios, one sentence each; empty when the command passes.
+pub(super) fn judge(listed: &[String], runs: &[(&str, Vec<(String, Outcome)>)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (label, scenarios) in runs {
+        for (scenario, outcome) in scenarios {
             if *outcome == Outcome::Failed && !listed.contains(scenario) {
-                verdict
-                    .unexpected
-                    .push((run.label.clone(), scenario.clone()));
+                problems.push(format!(
+                    "{scenario} failed at {label} and is not in {BASELINE_PATH}"
+                ));
             }
         }
     }
     for scenario in listed {
-        let outcomes: Vec<Outcome> = runs
-            .iter()
-            .flat_map(|run| &run.scenarios)
-            .filter(|(name, outcome)| name == scenario && *outcome != Outcome::Skipped)
-            .map(|(_, outcome)| *outcome)
-            .collect();
-        if outcomes.is_empty() {
-            verdict.unknown.push(scenario.clone());
-        } else if outcomes.iter().all(|outcome| *outcome == Outcome::Passed) {
-            verdict.stale.push(scenario.clone());
+        let outcomes = runs.iter().flat_map(|(_, scenarios)| scenarios);
+        let mut ran = outcomes.filter(|(name, o)| name == scenario && *o != Outcome::Skipped);
+        let first = ran.next();
+        if first.is_none() {
+            problems.push(format!(
+                "{BASELINE_PATH} lists {scenario}, which no run has"
+            ));
+        } else if first
+            .into_iter()
+            .chain(ran)
+            .all(|(_, o)| *o == Outcome::Passed)
+        {
+            problems.push(format!(
+                "{scenario} passes in every run: remove it from {BASELINE_PATH}"
+            ));
         }
     }
-    verdict
+    problems
 }
 
 #[cfg(test)]
@@ -68,14 +50,9 @@ mod tests {
     use super::*;
     use Outcome::{Failed, Passed, Skipped};
 
-    fn run(label: &str, scenarios: &[(&str, Outcome)]) -> Run {
-        Run {
-            label: label.to_owned(),
-            scenarios: scenarios
-                .iter()
-                .map(|(name, outcome)| ((*name).to_owned(), *outcome))
-                .collect(),
-        }
+    fn run<'a>(label: &'a str, scenarios: &[(&str, Outcome)]) -> (&'a str, Vec<(String, Outcome)>) {
+        let scenarios = scenarios.iter().map(|(name, o)| ((*name).to_owned(), *o));
+        (label, scenarios.collect())
     }
 
     fn names(names: &[&str]) -> Vec<String> {
@@ -88,9 +65,10 @@ mod tests {
             run("old", &[("a", Passed), ("both", Passed), ("gone", Skipped)]),
             run("new", &[("both", Failed), ("listed", Failed)]),
         ];
-        let verdict = judge(&names(&["both", "listed"]), &runs);
-        assert_eq!(verdict, Verdict::default());
-        assert!(verdict.passed());
+        assert_eq!(
+            judge(&names(&["both", "listed"]), &runs),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -102,18 +80,15 @@ mod tests {
             ),
             run("new", &[("a", Failed), ("fixed", Passed)]),
         ];
-        let verdict = judge(&names(&["fixed", "skip", "typo"]), &runs);
         assert_eq!(
-            verdict,
-            Verdict {
-                unexpected: vec![
-                    ("old".to_owned(), "a".to_owned()),
-                    ("new".to_owned(), "a".to_owned())
-                ],
-                stale: names(&["fixed"]),
-                unknown: names(&["skip", "typo"]),
-            }
+            judge(&names(&["fixed", "skip", "typo"]), &runs),
+            [
+                "a failed at old and is not in conformance/baseline.yaml",
+                "a failed at new and is not in conformance/baseline.yaml",
+                "fixed passes in every run: remove it from conformance/baseline.yaml",
+                "conformance/baseline.yaml lists skip, which no run has",
+                "conformance/baseline.yaml lists typo, which no run has",
+            ]
         );
-        assert!(!verdict.passed());
     }
 }

@@ -63,3 +63,47 @@ impl Authorizer for Browser {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Opens an authorization page that answers `head` (a status line and headers).
+    async fn approve(head: &'static str) -> Result<Vec<(String, String)>, String> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!(
+            "http://{}/authorize",
+            listener.local_addr().expect("address")
+        );
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.expect("accept");
+            let _ = stream.read(&mut [0; 4096]).await;
+            let answer = format!("{head}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let _ = stream.write_all(answer.as_bytes()).await;
+        });
+        let browser = Browser::new().expect("a browser");
+        browser.authorize(AuthorizationRequest::new("s", url)).await
+    }
+
+    #[tokio::test]
+    async fn approving_answers_what_the_redirect_back_carries() {
+        let back = "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:33418/callback?code=c&state=s";
+        let pairs = [("code", "c"), ("state", "s")].map(|(k, v)| (k.to_owned(), v.to_owned()));
+        assert_eq!(approve(back).await, Ok(pairs.to_vec()));
+    }
+
+    #[tokio::test]
+    async fn a_page_that_redirects_elsewhere_or_nowhere_is_refused() {
+        let elsewhere = approve("HTTP/1.1 302 Found\r\nlocation: https://example.org/?code=c");
+        let error = elsewhere.await.expect_err("elsewhere");
+        assert_eq!(error, "the authorization page redirected somewhere else");
+        let error = approve("HTTP/1.1 200 OK").await.expect_err("nowhere");
+        assert_eq!(
+            error,
+            "the authorization page answered 200 OK without a redirect"
+        );
+    }
+}

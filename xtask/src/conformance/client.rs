@@ -1,7 +1,7 @@
-//! The MCP client the conformance suite (`@modelcontextprotocol/conformance`) drives: a Host
-//! with the `mcp` Pack, built through `plugin_mcp::install`, and a user of it.
+//! `build-xtask conformance-client <server URL>`: the MCP client the conformance suite drives,
+//! a Host with the `mcp` Pack, built through `plugin_mcp::install`, and a user of it.
 //!
-//! The suite runs `conformance-client <server URL>` with the scenario's name in
+//! The suite runs it with the scenario's name in
 //! `MCP_CONFORMANCE_SCENARIO` and, for some scenarios, data in `MCP_CONFORMANCE_CONTEXT`. The
 //! client configures the Pack with that one server, waits until it is ready, and then does
 //! what a user would do in the scenario: look at the tools, call one, or call several. Those
@@ -16,17 +16,13 @@
 //! harness reads that from the suite's results, because in suite mode the suite ignores the
 //! client's exit code.
 
-// A command-line client: what it prints on stdout is its result.
-#![allow(clippy::print_stdout)]
-
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use build_xtask::browser::Browser;
-use build_xtask::pack_driver::{build_pack_with, call, ready, tools};
+use super::browser::Browser;
 use runvil_plugin::{AUTHORIZER, Authorizer, CLIENT_METADATA_URL, Pack, Services};
 use serde_json::{Value, json};
+use shared_mcp_fixture::{call, listing, pack_with, ready};
 
 /// The namespace the server is configured under.
 const NAMESPACE: &str = "server";
@@ -74,55 +70,38 @@ fn errand(scenario: &str, context: Option<&Value>) -> Errand {
     }
 }
 
-fn main() -> ExitCode {
-    let Some(url) = std::env::args().skip(1).last() else {
-        eprintln!("usage: conformance-client <server URL>  (scenario in MCP_CONFORMANCE_SCENARIO)");
-        return ExitCode::from(2);
+/// The subcommand's entry point: `Ok(false)` (every failure on stderr) if the user could not
+/// do the errand.
+pub fn command(args: &[String]) -> Result<bool, String> {
+    let Some(url) = args.last() else {
+        return Err(
+            "usage: conformance-client <server URL>  (scenario in MCP_CONFORMANCE_SCENARIO)"
+                .to_owned(),
+        );
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let context = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(context) => Some(context),
-            Err(error) => {
-                eprintln!("MCP_CONFORMANCE_CONTEXT is not JSON: {error}");
-                return ExitCode::from(2);
-            }
-        },
-        Err(_) => None,
-    };
+    let context = std::env::var("MCP_CONFORMANCE_CONTEXT").ok();
+    let context = context
+        .map(|text| serde_json::from_str::<Value>(&text))
+        .transpose();
+    let context =
+        context.map_err(|error| format!("MCP_CONFORMANCE_CONTEXT is not JSON: {error}"))?;
     let errand = errand(&scenario, context.as_ref());
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("cannot build the tokio runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let servers = json!({ NAMESPACE: entry(url, &scenario, context.as_ref()) });
+    let runtime = tokio::runtime::Runtime::new();
+    let runtime = runtime.map_err(|error| format!("cannot build the tokio runtime: {error}"))?;
     let failures = runtime.block_on(async {
-        let pack = match build_pack_with(
-            NAMESPACE,
-            entry(&url, &scenario, context.as_ref()),
-            services(),
-        ) {
-            Ok(pack) => pack,
-            Err(error) => return vec![error],
-        };
+        let pack = pack_with(servers, services()).map_err(|error| vec![error.to_string()])?;
         let failures = run(&pack, errand).await;
         // Ends the session (a DELETE) and completes once it has been sent.
         pack.shutdown().await;
-        failures
+        Ok::<_, Vec<String>>(failures)
     });
+    let failures = failures.unwrap_or_else(|failures| failures);
     for failure in &failures {
         eprintln!("{failure}");
     }
-    if failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    Ok(failures.is_empty())
 }
 
 /// The URL at which this Host publishes its OAuth Client ID Metadata Document, in the suite's
@@ -171,7 +150,7 @@ fn services() -> Services {
 /// failed call does not stop the others, as a user would try the next one.
 async fn run(pack: &Arc<dyn Pack>, errand: Errand) -> Vec<String> {
     let listed = match ready(pack, NAMESPACE, READY_WITHIN).await {
-        Ok(_) => tools(pack, NAMESPACE).await,
+        Ok(_) => listing(pack, json!({ "namespace": NAMESPACE })).await,
         Err(reason) => Err(reason),
     };
     let listed = match listed {
@@ -179,17 +158,21 @@ async fn run(pack: &Arc<dyn Pack>, errand: Errand) -> Vec<String> {
         Err(reason) => return vec![reason],
     };
     println!("{listed}");
+    let tools = listed["tools"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let calls = match errand {
         Errand::Look => Vec::new(),
         Errand::Call(calls) => calls,
-        Errand::CallEach => listed_tools(&listed)
+        Errand::CallEach => tools
             .iter()
             .filter_map(|tool| {
                 let name = tool["name"].as_str()?;
                 Some((name.to_owned(), arguments_for(&tool["inputSchema"])))
             })
             .collect(),
-        Errand::EchoSchema { of, to } => match listed_tool(&listed, of) {
+        Errand::EchoSchema { of, to } => match tools.iter().find(|tool| tool["name"] == of) {
             Some(tool) => vec![(to.to_owned(), json!({"schema": tool["inputSchema"]}))],
             None => return vec![format!("the Pack lists no tool `{of}`: {listed}")],
         },
@@ -202,18 +185,6 @@ async fn run(pack: &Arc<dyn Pack>, errand: Errand) -> Vec<String> {
         }
     }
     failures
-}
-
-/// The tools in one server's listing.
-fn listed_tools(listed: &Value) -> &[Value] {
-    listed["tools"].as_array().map(Vec::as_slice).unwrap_or(&[])
-}
-
-/// The tool named `name` in one server's listing.
-fn listed_tool<'a>(listed: &'a Value, name: &str) -> Option<&'a Value> {
-    listed_tools(listed)
-        .iter()
-        .find(|tool| tool["name"] == name)
 }
 
 /// The arguments a user fills in for a tool with this input schema: each required property,
@@ -269,21 +240,6 @@ mod tests {
     }
 
     #[test]
-    fn finds_tools_in_a_server_listing() {
-        let listed = json!({"namespace": "server", "status": "ready", "tools": [
-            {"name": "a", "inputSchema": {"type": "object"}},
-            {"name": "b", "inputSchema": {"$defs": {}}}
-        ], "rejected": [{"name": "c", "reason": "r"}]});
-        assert_eq!(listed_tools(&listed).len(), 2);
-        assert_eq!(
-            listed_tool(&listed, "b").map(|tool| &tool["inputSchema"]),
-            Some(&json!({"$defs": {}}))
-        );
-        assert_eq!(listed_tool(&listed, "c"), None);
-        assert!(listed_tools(&json!({"status": "ready"})).is_empty());
-    }
-
-    #[test]
     fn fills_in_each_required_argument_with_its_type() {
         let schema = json!({"type": "object", "properties": {
             "s": {"type": "string"}, "i": {"type": "integer"}, "n": {"type": "number"},
@@ -296,5 +252,22 @@ mod tests {
                    "u": "example", "missing": "example"})
         );
         assert_eq!(arguments_for(&json!({"type": "object"})), json!({}));
+    }
+
+    #[test]
+    fn the_entry_carries_the_client_the_user_registered() {
+        assert_eq!(entry("u", "initialize", None), json!({"url": "u"}));
+        let public = json!({"client_id": "c"});
+        let entry_for = |scenario| entry("u", scenario, Some(&public));
+        assert_eq!(
+            entry_for("auth/pre-registration"),
+            json!({"url": "u", "oauth": {"clientId": "c"}})
+        );
+        let machine = json!({"client_id": "c", "client_secret": "s", "private_key_pem": "k"});
+        assert_eq!(
+            entry("u", "auth/client-credentials-jwt", Some(&machine)),
+            json!({"url": "u", "oauth": {"clientId": "c", "clientSecret": "s", "privateKey": "k",
+                   "grantType": "client_credentials"}})
+        );
     }
 }
