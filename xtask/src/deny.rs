@@ -33,9 +33,6 @@ pub const DB_DIR: &str = "advisory-db-3157b0e258782691";
 /// (`<commit> <YYYY-MM-DD>`).
 pub const SNAPSHOT_FILE: &str = "SNAPSHOT";
 
-/// How to get cargo-deny when it is missing.
-pub const INSTALL_HINT: &str = "cargo install --locked cargo-deny";
-
 /// `(commit, date)` from the snapshot's `SNAPSHOT` file (`<commit> <YYYY-MM-DD>`).
 pub fn parse_snapshot(text: &str) -> Option<(&str, &str)> {
     let mut words = text.split_whitespace();
@@ -69,7 +66,9 @@ pub fn command(args: &[String]) -> Result<bool, String> {
         .status();
     let passed = status.is_ok_and(|status| status.success());
     if !passed {
-        eprintln!("deny: cargo deny failed, or is not installed (`{INSTALL_HINT}`)");
+        eprintln!(
+            "deny: cargo deny failed, or is not installed (`cargo install --locked cargo-deny`)"
+        );
     }
     Ok(passed)
 }
@@ -95,13 +94,7 @@ pub fn stage(source: &Path, staged: &Path) -> Result<(), String> {
     // git copies the snapshot: committed from where it is, then checked out into the stage,
     // as build-xtask on the snapshot's date (what cargo-deny reads).
     let work_tree = format!("--work-tree={}", source.display());
-    let commit = [
-        "commit",
-        "--quiet",
-        "--no-gpg-sign",
-        "--message",
-        "snapshot",
-    ];
+    let commit = ["commit", "--quiet", "--no-gpg-sign", "-m", "snapshot"];
     for args in [
         &["init", "--quiet", "."][..],
         &[&work_tree, "add", "--all"],

@@ -1,15 +1,14 @@
 //! `build-xtask conformance-client <server URL>`: the MCP client the conformance suite drives,
 //! a Host with the `mcp` Pack, built through `plugin_mcp::install`, and a user of it.
 //!
-//! The suite runs it with the scenario's name in
-//! `MCP_CONFORMANCE_SCENARIO` and, for some scenarios, data in `MCP_CONFORMANCE_CONTEXT`. The
-//! client configures the Pack with that one server, waits until it is ready, and then does
-//! what a user would do in the scenario: look at the tools, call one, or call several. Those
-//! are the only decisions it makes; every protocol decision (the revision, the headers, the
-//! retries, which tools to reject) is the Pack's, so a scenario passes only if the Pack does
-//! the right thing. The suite also passes the revision it tests in
-//! `MCP_CONFORMANCE_PROTOCOL_VERSION`; the client does not read it, because choosing the
-//! revision is the Pack's and the Pack has no setting that pins one.
+//! The suite runs it with the scenario's name in `MCP_CONFORMANCE_SCENARIO` and, for some
+//! scenarios, data in `MCP_CONFORMANCE_CONTEXT`. The client configures the Pack with that one
+//! server, waits until it is ready, and then does what a user would do in the scenario: look
+//! at the tools, call one, or call several. Those are the only decisions it makes; every
+//! protocol decision (the revision, the headers, the retries, which tools to reject) is the
+//! Pack's, so a scenario passes only if the Pack does the right thing. The suite also passes
+//! the revision it tests in `MCP_CONFORMANCE_PROTOCOL_VERSION`; the client does not read it,
+//! because choosing the revision is the Pack's and the Pack has no setting that pins one.
 //!
 //! It prints what the user saw on stdout (the server's tools, each call's answer) and exits 0,
 //! or exits 1 with every failure on stderr. It writes on stderr only when it fails: the
