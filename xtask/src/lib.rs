@@ -2,7 +2,7 @@
 //! rules no standard tool knows; bans, forbidden features, licenses, sources and advisories
 //! are `deny.toml`'s, run by cargo-deny ([`deny`] stages its offline advisory database).
 //!
-//! - **Policy checks** ([`check`]; `cargo test -p build-xtask` runs them): a Plugin depends on
+//! - **Policy checks** ([`check`], run by `cargo test -p build-xtask`): a Plugin depends on
 //!   no workspace crate but `runvil-plugin` and `shared-*` ones, and `plugin_mcp`'s direct
 //!   dependencies are exactly `policy/deps.allow` ([`dependency_policy`], over `cargo metadata`
 //!   read into [`metadata`]); `plugin_mcp` exports `pub fn install` and nothing else
@@ -50,12 +50,6 @@ pub struct Subcommand {
 
 /// Every subcommand; the audit table may name only these.
 pub const SUBCOMMANDS: &[Subcommand] = &[
-    Subcommand {
-        name: "check",
-        about: "run the policy checks on the workspace (the same ones `cargo test -p build-xtask` runs)",
-        takes_arguments: false,
-        run: check::command,
-    },
     Subcommand {
         name: "conformance",
         about: "run the MCP conformance suite (client scenarios of 2025-11-25, 2026-07-28 and the extensions) against the Pack",
@@ -113,7 +107,7 @@ pub fn dispatch(args: &[String]) -> ExitCode {
     }
     eprintln!("usage: cargo run -p build-xtask -- <subcommand>\n\nsubcommands:");
     for subcommand in SUBCOMMANDS {
-        eprintln!("  {:<12} {}", subcommand.name, subcommand.about);
+        eprintln!("  {:<18} {}", subcommand.name, subcommand.about);
     }
     ExitCode::from(2)
 }

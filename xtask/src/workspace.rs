@@ -25,15 +25,16 @@ pub fn cargo_metadata(root: &Path) -> Result<Metadata, String> {
         .map_err(|error| format!("cargo metadata printed JSON that does not parse: {error}"))
 }
 
-/// Runs `cargo <command>` (its arguments separated by spaces) in `root` offline and, if that
-/// fails (a cold registry cache), once more online; the callers pass `--locked`, so the
-/// committed `Cargo.lock` is judged either way. Answers what cargo printed on stdout.
+/// Runs `cargo <command>` (its arguments separated by blanks, so none holds one) in `root`
+/// offline and, if that fails (a cold registry cache), once more as cargo is configured; the
+/// callers pass `--locked`, so the committed `Cargo.lock` is judged either way. Answers what
+/// cargo printed on stdout.
 pub fn run_cargo(root: &Path, command: &str) -> Result<Vec<u8>, String> {
     let run = |offline: bool| -> Result<Vec<u8>, String> {
         let output = Command::new(env!("CARGO"))
             .current_dir(root)
-            .args(command.split(' '))
-            .env("CARGO_NET_OFFLINE", offline.to_string())
+            .args(command.split_whitespace())
+            .envs(offline.then_some(("CARGO_NET_OFFLINE", "true")))
             .output()
             .map_err(|error| format!("cannot run {}: {error}", env!("CARGO")))?;
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -47,7 +48,7 @@ pub fn run_cargo(root: &Path, command: &str) -> Result<Vec<u8>, String> {
         }
     };
     run(true).or_else(|offline| {
-        run(false).map_err(|online| format!("offline: {offline}\nonline: {online}"))
+        run(false).map_err(|online| format!("offline: {offline}\nthen: {online}"))
     })
 }
 
@@ -63,7 +64,8 @@ pub fn read_sources(package_root: &Path) -> Result<Vec<SourceFile>, String> {
             if path.is_dir() {
                 dirs.push(path);
             } else if path.extension().is_some_and(|extension| extension == "rs") {
-                let text = fs::read_to_string(&path).map_err(error)?;
+                let text = fs::read_to_string(&path)
+                    .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
                 let relative = path.strip_prefix(package_root).unwrap_or(&path);
                 let path = relative.to_string_lossy().into_owned();
                 files.push(SourceFile { path, text });

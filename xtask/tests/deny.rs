@@ -23,7 +23,9 @@ openssl-sys:
 native-tls:";
 
 fn forbidden() -> impl Iterator<Item = (&'static str, Vec<&'static str>)> {
-    let lines = FORBIDDEN.lines().filter_map(|line| line.split_once(':'));
+    let lines = FORBIDDEN
+        .lines()
+        .map(|line| line.split_once(':').expect("`crate: features`"));
     lines.map(|(name, features)| (name, features.split_whitespace().collect()))
 }
 

@@ -11,16 +11,16 @@ use runvil_plugin::{AuthorizationRequest, Authorizer, BoxFuture};
 
 /// Where the browser is told to come back to. Nothing needs to listen there: the redirect is
 /// read from the authorization server's answer.
-pub const REDIRECT_URI: &str = "http://127.0.0.1:33418/callback";
+pub(crate) const REDIRECT_URI: &str = "http://127.0.0.1:33418/callback";
 
 /// An [`Authorizer`] that approves every authorization at once.
-pub struct Browser {
+pub(crate) struct Browser {
     client: Client,
 }
 
 impl Browser {
     /// A browser whose HTTP client follows no redirect, so the answer's `Location` can be read.
-    pub fn new() -> Result<Self, String> {
+    pub(crate) fn new() -> Result<Self, String> {
         let client = Client::builder()
             .redirect(redirect::Policy::none())
             .build()

@@ -71,7 +71,7 @@ fn errand(scenario: &str, context: Option<&Value>) -> Errand {
 
 /// The subcommand's entry point: `Ok(false)` (every failure on stderr) if the user could not
 /// do the errand.
-pub fn command(args: &[String]) -> Result<bool, String> {
+pub(crate) fn command(args: &[String]) -> Result<bool, String> {
     let Some(url) = args.last() else {
         return Err(
             "usage: conformance-client <server URL>  (scenario in MCP_CONFORMANCE_SCENARIO)"
@@ -89,14 +89,17 @@ pub fn command(args: &[String]) -> Result<bool, String> {
     let servers = json!({ NAMESPACE: entry(url, &scenario, context.as_ref()) });
     let runtime = tokio::runtime::Runtime::new();
     let runtime = runtime.map_err(|error| format!("cannot build the tokio runtime: {error}"))?;
-    let failures = runtime.block_on(async {
-        let pack = pack_with(servers, services()).map_err(|error| vec![error.to_string()])?;
-        let failures = run(&pack, errand).await;
-        // Ends the session (a DELETE) and completes once it has been sent.
-        pack.shutdown().await;
-        Ok::<_, Vec<String>>(failures)
-    });
-    let failures = failures.unwrap_or_else(|failures| failures);
+    // The Pack is lent this runtime, as a Host lends its own.
+    let _entered = runtime.enter();
+    let failures = match pack_with(servers, services()) {
+        Ok(pack) => runtime.block_on(async {
+            let failures = run(&pack, errand).await;
+            // Ends the session (a DELETE) and completes once it has been sent.
+            pack.shutdown().await;
+            failures
+        }),
+        Err(error) => vec![error.to_string()],
+    };
     for failure in &failures {
         eprintln!("{failure}");
     }

@@ -26,17 +26,15 @@ pub(super) fn judge(listed: &[String], runs: &[(&str, Vec<(String, Outcome)>)]) 
     }
     for scenario in listed {
         let outcomes = runs.iter().flat_map(|(_, scenarios)| scenarios);
-        let mut ran = outcomes.filter(|(name, o)| name == scenario && *o != Outcome::Skipped);
-        let first = ran.next();
-        if first.is_none() {
+        let ran: Vec<Outcome> = outcomes
+            .filter(|(name, outcome)| name == scenario && *outcome != Outcome::Skipped)
+            .map(|(_, outcome)| *outcome)
+            .collect();
+        if ran.is_empty() {
             problems.push(format!(
                 "{BASELINE_PATH} lists {scenario}, which no run has"
             ));
-        } else if first
-            .into_iter()
-            .chain(ran)
-            .all(|(_, o)| *o == Outcome::Passed)
-        {
+        } else if ran.iter().all(|outcome| *outcome == Outcome::Passed) {
             problems.push(format!(
                 "{scenario} passes in every run: remove it from {BASELINE_PATH}"
             ));
