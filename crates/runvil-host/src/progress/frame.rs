@@ -14,11 +14,13 @@
 //! ```
 //!
 //! The live frame is redrawn in place by moving the cursor up one row per line, so it must
-//! never wrap: every line fits the width (counted in chars), and the frame is at most one row
+//! never wrap: every line fits the width (counted in terminal columns: a CJK character or most
+//! emoji takes two, a combining mark none), and the frame is at most one row
 //! shorter than the terminal, since the cursor cannot move up past the top of the screen.
 //! Lines are never padded, so text copied from the terminal has no trailing spaces.
 
 use runvil_plugin::{BackendState, BackendStatus};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::End;
 
@@ -38,7 +40,7 @@ const STILL_LOADING: char = '…';
 /// Where text was cut.
 const CUT: char = '…';
 
-/// Below this many chars a reason cut in the middle says nothing; the line's end is cut
+/// Below this many columns a reason cut in the middle says nothing; the line's end is cut
 /// instead (only on a terminal so narrow, or with names so long, that little is left).
 const MIN_REASON_CHARS: usize = 12;
 
@@ -48,7 +50,7 @@ const ERROR_PREFIX: &str = "error: ";
 /// The order of the counts in the summary and in the line of servers left out.
 const COUNT_ORDER: [&str; 3] = ["ready", "loading", "error"];
 
-/// The live frame: one line per server, each ending with a newline, at most `width` chars
+/// The live frame: one line per server, each ending with a newline, at most `width` columns
 /// wide and `height - 1` lines tall. `tick` turns the spinners.
 ///
 /// When the servers do not fit, the loading ones are shown first, then the ones in error,
@@ -70,10 +72,10 @@ pub(super) fn frame(servers: &[BackendStatus], width: usize, height: usize, tick
             _ => mark(&server.state),
         };
         let head = head(mark, &server.name, name_width);
-        let room = width.saturating_sub(head.chars().count());
+        let room = width.saturating_sub(head.width());
         let state = match &server.state {
             BackendState::Failed(reason) | BackendState::Refused(reason)
-                if ERROR_PREFIX.len() + reason.chars().count() > room
+                if ERROR_PREFIX.len() + reason.width() > room
                     && room >= ERROR_PREFIX.len() + MIN_REASON_CHARS =>
             {
                 format!(
@@ -209,9 +211,12 @@ fn describe(state: &BackendState) -> String {
     }
 }
 
-/// `{mark} {name}  `, the name padded to `name_width`: the part of a line before its state.
+/// `{mark} {name}  `, the name padded to `name_width` columns: the part of a line before its
+/// state.
 fn head(mark: char, name: &str, name_width: usize) -> String {
-    format!("{mark} {:<name_width$}  ", shown(name))
+    let name = shown(name);
+    let padding = " ".repeat(name_width.saturating_sub(name.width()));
+    format!("{mark} {name}{padding}  ")
 }
 
 /// The width of the name column: the widest name of all servers, shown or not, so the column
@@ -219,7 +224,7 @@ fn head(mark: char, name: &str, name_width: usize) -> String {
 fn name_width(servers: &[BackendStatus]) -> usize {
     servers
         .iter()
-        .map(|s| shown(&s.name).chars().count())
+        .map(|s| shown(&s.name).width())
         .max()
         .unwrap_or(0)
 }
@@ -229,42 +234,58 @@ fn shown(name: &str) -> String {
     name.escape_debug().to_string()
 }
 
-/// `text` in at most `room` chars, its middle replaced by [`CUT`]: a reason says what failed
+/// `text` in at most `room` columns, its middle replaced by [`CUT`]: a reason says what failed
 /// first and why last (`could not reach the server: connection failed: …`), so the end,
 /// the cause, gets two thirds of the room.
 fn cut_middle(text: &str, room: usize) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.len() <= room {
+    if text.width() <= room {
         return text.to_owned();
     }
     let Some(kept) = room.checked_sub(1) else {
         return String::new();
     };
     let start = kept / 3;
-    let end = kept - start;
-    let mut cut: String = chars[..start].iter().collect();
-    cut.push(CUT);
-    cut.extend(&chars[chars.len() - end..]);
-    cut
+    format!(
+        "{}{CUT}{}",
+        fit_start(text, start),
+        fit_end(text, kept - start)
+    )
 }
 
-/// `line` in at most `width` chars, its end replaced by [`CUT`] when it does not fit.
+/// `line` in at most `width` columns, its end replaced by [`CUT`] when it does not fit.
 fn cut_end(line: &str, width: usize) -> String {
-    if line.chars().count() <= width {
+    if line.width() <= width {
         return line.to_owned();
     }
     let Some(kept) = width.checked_sub(1) else {
         return String::new();
     };
     // The cut may land in a name's padding; the line still ends with no space.
-    let mut cut = line
-        .chars()
-        .take(kept)
-        .collect::<String>()
-        .trim_end()
-        .to_owned();
-    cut.push(CUT);
-    cut
+    format!("{}{CUT}", fit_start(line, kept).trim_end())
+}
+
+/// The longest start of `text` that fits in `room` columns.
+fn fit_start(text: &str, room: usize) -> &str {
+    let mut used = 0;
+    for (index, c) in text.char_indices() {
+        used += c.width().unwrap_or(0);
+        if used > room {
+            return &text[..index];
+        }
+    }
+    text
+}
+
+/// The longest end of `text` that fits in `room` columns.
+fn fit_end(text: &str, room: usize) -> &str {
+    let mut used = 0;
+    for (index, c) in text.char_indices().rev() {
+        used += c.width().unwrap_or(0);
+        if used > room {
+            return &text[index + c.len_utf8()..];
+        }
+    }
+    text
 }
 
 /// Adds `line` and its newline to `text`.
@@ -295,13 +316,10 @@ mod tests {
 
     const CAUSE: &str = "could not reach the server: connection failed: client error (Connect)";
 
-    /// Every line of `text` fits `width` and ends with no space.
+    /// Every line of `text` fits `width` columns and ends with no space.
     fn assert_fits(text: &str, width: usize) {
         for line in text.lines() {
-            assert!(
-                line.chars().count() <= width,
-                "{line:?} is wider than {width}"
-            );
+            assert!(line.width() <= width, "{line:?} is wider than {width}");
             assert_eq!(line, line.trim_end(), "{line:?} ends with a space");
         }
     }
@@ -350,7 +368,7 @@ mod tests {
             "✓ docs  ready, 2 tools\n\
              ✗ jira  error: could not r… client error (Connect)\n"
         );
-        assert_eq!(text.lines().nth(1).map(|l| l.chars().count()), Some(50));
+        assert_eq!(text.lines().nth(1).map(UnicodeWidthStr::width), Some(50));
         // So narrow that a cut reason would say nothing: the line's end goes instead.
         assert_eq!(
             frame(&servers, 24, 24, 0),
@@ -455,6 +473,29 @@ mod tests {
         for end in [End::Settled, End::Bound, End::Interrupted, End::Closed] {
             assert_fits(&final_frame(&servers, end), usize::MAX);
         }
+    }
+
+    #[test]
+    fn wide_characters_take_two_columns_and_never_make_a_line_wrap() {
+        let reason = "服务器无法访问：连接失败 🔌 client error (Connect)";
+        let servers = [ready("文档", 3), failed("jira", reason), loading("x")];
+        assert_eq!(
+            frame(&servers, 80, 24, 0),
+            format!("✓ 文档  ready, 3 tools\n✗ jira  error: {reason}\n⠋ x     loading\n")
+        );
+        assert_eq!(
+            frame(&servers[1..2], 40, 24, 0),
+            "✗ jira  error: 服务器无… error (Connect)\n",
+            "40 columns: the head 8, `error: ` 7, the reason cut to 25"
+        );
+        for width in 0..70 {
+            assert_fits(&frame(&servers, width, 24, 0), width);
+        }
+        assert_eq!(cut_middle("一二三四五六七八九十", 7), "一…九十");
+        assert_eq!(cut_middle("一二三四五六七八九十", 6), "…九十");
+        assert_eq!(cut_end("一二三", 4), "一…");
+        // A combining mark takes no column: `é` written as `e` and U+0301 is one.
+        assert_eq!(cut_end("cafe\u{301}s", 5), "cafe\u{301}s");
     }
 
     #[test]
