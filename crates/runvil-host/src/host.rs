@@ -59,9 +59,13 @@ pub(crate) async fn call(
 /// makes the call and prints its answer. A signal at any point drops the call (its server is
 /// told) and exits 128 + the signal; either way the Pack is shut down before the exit.
 async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str>) -> u8 {
-    let pack = match discovery::load(&answer.source)
-        .and_then(|config| build_pack(config.servers, Handle::current()))
-    {
+    let pack = match discovery::load(&answer.source).and_then(|config| {
+        // What in the file runvil does not honour as other clients do, as `check` says it.
+        for warning in &config.warnings {
+            eprintln!("runvil: warning: {warning}");
+        }
+        build_pack(config.servers, Handle::current())
+    }) {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");

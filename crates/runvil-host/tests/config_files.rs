@@ -1,7 +1,8 @@
 //! The config files people already have: VS Code's `.vscode/mcp.json` (comments, trailing
 //! commas, a byte-order mark) and Claude Code's `.mcp.json` are found and read, `runvil check`
 //! warns about what runvil will not honour as those clients do without changing its exit
-//! code, and a syntax error names the file, line and column.
+//! code (and `tools`, `call` and `serve` say the same on stderr), and a syntax error names the
+//! file, line and column.
 
 mod support;
 
@@ -65,6 +66,31 @@ runvil: warning: server \"surf\": serverUrl is ignored; runvil reads url
 runvil: warning: server \"web\": headers.Authorization holds ${input:token}, which runvil passes as written (it prompts for no input); write ${env:NAME} and set the variable NAME
 "
     );
+}
+
+#[test]
+fn tools_and_call_say_the_warnings_check_says() {
+    let project = Temp::dir();
+    let home = Temp::dir();
+    // Nothing listens on port 9 of the loopback address: the server fails at once.
+    project.write(
+        "mcp.json",
+        r#"{"mcpServers": {"off": {"url": "http://127.0.0.1:9/mcp", "disabled": true}}}"#,
+    );
+    let warning = "runvil: warning: server \"off\": \"disabled\": true is ignored, so runvil \
+                   connects to it; remove the entry to leave it out\n";
+    for command in [
+        &["tools", "--wait", "0"][..],
+        &["call", "off", "t", "--wait", "0"],
+    ] {
+        let out = runvil_command(command)
+            .current_dir(project.path())
+            .env("HOME", home.path())
+            .output()
+            .expect("runvil runs");
+        let stderr = text(&out.stderr);
+        assert!(stderr.starts_with(warning), "{command:?}: {stderr}");
+    }
 }
 
 #[test]
