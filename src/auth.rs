@@ -50,7 +50,7 @@ use self::registration::ClientIdentity;
 use crate::config::Preregistered;
 use crate::envelope::{clean_text, truncate};
 use crate::policy::{AUTHORIZATION_DEADLINE, MAX_ERROR_CHARS};
-use crate::secret::{Scrubber, Secret};
+use crate::secret::{Scrubber, Secret, SecretUrl};
 
 /// A token this close to its expiry is refreshed before it is sent.
 const REFRESH_AHEAD: Duration = Duration::from_secs(60);
@@ -113,7 +113,7 @@ impl HostAuth {
 /// attempts, so a failed attempt does not send the user through again for nothing.
 pub(crate) struct Authorization {
     namespace: String,
-    server: Url,
+    server: SecretUrl,
     host: HostAuth,
     configured: Option<Preregistered>,
     /// The scrubbers that must learn each new secret: the server's and the Pack's.
@@ -203,7 +203,7 @@ impl fmt::Debug for Authorization {
 impl Authorization {
     pub(crate) fn new(
         namespace: String,
-        server: Url,
+        server: SecretUrl,
         host: HostAuth,
         configured: Option<Preregistered>,
         scrubbers: Vec<Arc<Scrubber>>,
@@ -277,7 +277,8 @@ impl Authorization {
             .await
             .ok()
             .flatten();
-        let Some(restored) = text.and_then(|text| stored::restore(&canonical(&self.server), &text))
+        let Some(restored) =
+            text.and_then(|text| stored::restore(&canonical(self.server.expose()), &text))
         else {
             return;
         };
@@ -304,7 +305,7 @@ impl Authorization {
         let Some(client) = flow.clients.get(issuer) else {
             return;
         };
-        let server = canonical(&self.server);
+        let server = canonical(self.server.expose());
         let record = stored::record(
             &server,
             issuer,
@@ -530,7 +531,7 @@ impl Authorization {
         http: &Client,
         announced: Option<&str>,
     ) -> Result<(ServerMetadata, String, Vec<String>), AuthError> {
-        match discovery::protected_resource(http, &self.server, announced).await? {
+        match discovery::protected_resource(http, self.server.expose(), announced).await? {
             Some(resource) => {
                 let metadata = discovery::authorization_server(http, &resource.issuer)
                     .await?
@@ -542,8 +543,8 @@ impl Authorization {
                 Ok((metadata, resource.resource, resource.scopes_supported))
             }
             None => Ok((
-                discovery::legacy_authorization_server(http, &self.server).await?,
-                canonical(&self.server),
+                discovery::legacy_authorization_server(http, self.server.expose()).await?,
+                canonical(self.server.expose()),
                 Vec::new(),
             )),
         }

@@ -132,7 +132,7 @@ pub(crate) fn spawn(
         let oauth = spec.oauth.clone();
         let auth = Arc::new(Authorization::new(
             server.name.clone(),
-            spec.url.expose().clone(),
+            spec.url.clone(),
             host,
             oauth,
             scrubbers,

@@ -270,16 +270,9 @@ impl fmt::Display for SessionError {
     }
 }
 
-impl std::error::Error for SessionError {
-    /// `Transport` is its inner error, shown as it is, so it passes that error's source on
-    /// rather than name it again. A server's JSON-RPC error is data, not a Rust error.
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Transport(e) => e.source(),
-            _ => None,
-        }
-    }
-}
+/// No source: `Transport` prints its inner error already, and a server's JSON-RPC error is
+/// data, not a Rust error.
+impl std::error::Error for SessionError {}
 
 /// Cheap to clone and share between the connector and calls.
 pub(crate) type SharedSession = Arc<Session>;

@@ -254,10 +254,10 @@ impl Tools {
             .unwrap_or_default();
         let schemas = &self.schemas;
         let outcome = match which {
-            GET_DYNAMIC_TOOLS => match schemas.list.parse(args, &self.scrubber) {
-                Ok(args) => self.list(args),
-                Err(e) => Err(e),
-            },
+            GET_DYNAMIC_TOOLS => schemas
+                .list
+                .parse(args, &self.scrubber)
+                .and_then(|args| self.list(args)),
             CALL_DYNAMIC_TOOL => match schemas.call.parse(args, &self.scrubber) {
                 Ok(args) => self.call_tool(args, progress).await,
                 Err(e) => Err(e),

@@ -602,19 +602,11 @@ impl fmt::Display for TransportError {
     }
 }
 
-impl std::error::Error for TransportError {
-    /// `Sse` and `Auth` are their inner error, shown as it is, so they pass its source on
-    /// rather than name it again: a report walking the chain would print it twice. `Send`
-    /// and `Body` keep reqwest's error only as text, stripped of the URL ([`describe`]): the
-    /// error itself would carry the URL, and the URL may hold a credential.
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Sse(e) => e.source(),
-            Self::Auth(e) => e.source(),
-            _ => None,
-        }
-    }
-}
+/// No source: each wrapping variant prints its inner error already (a report walking the chain
+/// would print it twice), and `Send` and `Body` keep reqwest's error only as text, stripped of
+/// the URL ([`describe`]), since the error itself would carry the URL and it may hold a
+/// credential.
+impl std::error::Error for TransportError {}
 
 /// A reqwest error as text, without its URL: the error and each of its causes.
 pub(crate) fn describe(e: reqwest::Error) -> String {

@@ -138,12 +138,8 @@ impl Client {
         let len = match self {
             Client::Raw(raw) => raw.call(payload).await?,
             Client::Pack(pack) => {
-                let args = json!({
-                    "namespace": NAMESPACE,
-                    "toolName": "echo",
-                    "arguments": Value::Object(payload.arguments.clone()),
-                });
-                pack.call("mcp/call_dynamic_tool", args)
+                let arguments = Value::Object(payload.arguments.clone());
+                shared_mcp_fixture::call(pack, NAMESPACE, "echo", arguments)
                     .await
                     .map_err(|error| format!("the Pack's call failed: {error}"))?
                     .len()
@@ -176,7 +172,7 @@ impl Client {
 
 /// Builds the Pack with one server, `bench`, at `url`, and waits until it is ready.
 pub(crate) async fn ready_pack(url: &str) -> Result<Arc<dyn Pack>, String> {
-    let servers = serde_json::json!({ NAMESPACE: { "url": url } });
+    let servers = json!({ NAMESPACE: { "url": url } });
     let pack = shared_mcp_fixture::try_pack(servers).map_err(|error| error.to_string())?;
     shared_mcp_fixture::ready(&pack, NAMESPACE, READY_WITHIN).await?;
     Ok(pack)

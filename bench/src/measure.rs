@@ -42,11 +42,18 @@ pub(crate) async fn latency(
         client.call(payload).await?;
         samples.push(started.elapsed());
     }
-    samples.sort_unstable();
-    Ok(Latency {
-        p50: percentile(&samples, 50),
-        p99: percentile(&samples, 99),
-    })
+    Ok(Latency::of(samples))
+}
+
+impl Latency {
+    /// The median and 99th percentile of `samples`.
+    fn of(mut samples: Vec<Duration>) -> Latency {
+        samples.sort_unstable();
+        Latency {
+            p50: percentile(&samples, 50),
+            p99: percentile(&samples, 99),
+        }
+    }
 }
 
 /// The `pct`-th percentile (nearest rank) of sorted `samples`.
@@ -194,11 +201,7 @@ pub(crate) async fn listing(pack: &Arc<dyn Pack>, calls: usize) -> Result<Latenc
             check_listing(&text)?;
         }
     }
-    samples.sort_unstable();
-    Ok(Latency {
-        p50: percentile(&samples, 50),
-        p99: percentile(&samples, 99),
-    })
+    Ok(Latency::of(samples))
 }
 
 fn check_listing(text: &str) -> Result<(), String> {

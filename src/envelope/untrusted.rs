@@ -4,7 +4,7 @@
 //! [`Untrusted`] are the envelope's checks and [`Untrusted::peek`], which is for protocol
 //! plumbing. The type system, not a convention, keeps unchecked server text away from models.
 
-/// Data from a server that no model may see before this module checks it.
+/// Data from a server that no model may see before the envelope checks it.
 #[derive(Debug)]
 pub(crate) struct Untrusted<T>(pub(super) T);
 

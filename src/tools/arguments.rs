@@ -18,6 +18,11 @@ use serde_json::{Map, Value, json};
 use super::{CALL_DYNAMIC_TOOL, GET_DYNAMIC_TOOLS, quoted};
 use crate::secret::Scrubber;
 
+/// What `get_dynamic_tools` says of a `toolName` given without its `namespace` (its schema's
+/// one `dependentRequired` rule).
+const TOOL_NAME_NEEDS_NAMESPACE: &str =
+    "toolName needs a namespace: pass both, or call with no arguments to list the namespaces";
+
 /// `get_dynamic_tools`' arguments, once they passed its schema.
 #[derive(Deserialize)]
 pub(super) struct ListArguments {
@@ -172,14 +177,13 @@ impl Published {
             ValidationErrorKind::Required { property } => {
                 let property = property.as_str().unwrap_or_default();
                 // A `dependentRequired` error: a property given without one it needs. Only
-                // `get_dynamic_tools` has one, and with no arguments it lists the namespaces.
-                let dependent = error.schema_path().as_str().contains("dependentRequired");
-                if let Some(dependent) = dependent.then(|| self.needing(property)).flatten() {
-                    let text = format!(
-                        "{dependent} needs a {property}: pass both, or call with no arguments \
-                         to list the {property}s"
+                // `get_dynamic_tools` has one (`toolName` needs `namespace`), and with no
+                // arguments it lists the namespaces.
+                if error.schema_path().as_str().contains("dependentRequired") {
+                    return (
+                        2 + self.properties.len(),
+                        TOOL_NAME_NEEDS_NAMESPACE.to_owned(),
                     );
-                    return (2 + self.properties.len(), text);
                 }
                 let text = format!("{property} is required: {}", missing_hint(property));
                 (rank_of(property), text)
@@ -187,18 +191,6 @@ impl Published {
             // The Pack's schemas use no other keyword; the validator's own words, just in case.
             _ => (usize::MAX, error.to_string()),
         }
-    }
-
-    /// The property whose `dependentRequired` entry names `needed`.
-    fn needing(&self, needed: &str) -> Option<&str> {
-        let dependents = self.schema.get("dependentRequired")?.as_object()?;
-        dependents.iter().find_map(|(dependent, needs)| {
-            let needs = needs.as_array()?;
-            needs
-                .iter()
-                .any(|n| n == needed)
-                .then_some(dependent.as_str())
-        })
     }
 }
 

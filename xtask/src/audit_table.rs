@@ -110,7 +110,11 @@ fn problem(span: &str, known: &Known<'_>, tests: &[String]) -> Option<String> {
             .then(|| format!("`{span}`: no such file or folder in the workspace"));
     }
     let parts: Vec<&str> = span.split("::").collect();
-    if !parts.iter().all(|part| is_identifier(part)) {
+    // A Rust identifier, as syn (already the public-API check's parser) reads one.
+    if !parts
+        .iter()
+        .all(|part| syn::parse_str::<syn::Ident>(part).is_ok())
+    {
         return Some(format!(
             "`{span}` is not a test, test module, file or command"
         ));
@@ -186,14 +190,6 @@ fn has_file_extension(span: &str) -> bool {
             && !extension.is_empty()
             && extension.chars().all(|c| c.is_ascii_alphabetic())
     })
-}
-
-fn is_identifier(text: &str) -> bool {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The tests `cargo test -- --list --format terse` printed: its `<path>: test` lines.

@@ -34,9 +34,7 @@ pub(crate) fn run(source: &Source) -> u8 {
     };
     host::say(&format!("{} ({})", config.path.display(), config.origin));
     // Advice, not verdicts: they leave the exit code to the Pack's verdicts.
-    for warning in &config.warnings {
-        eprintln!("runvil: warning: {warning}");
-    }
+    discovery::say_warnings(&config.warnings);
     let verdicts = match verdicts(config.servers) {
         Ok(verdicts) => verdicts,
         Err(e) => {

@@ -9,12 +9,12 @@ use clap::{Args, Parser, Subcommand};
 const AFTER_HELP: &str = "\
 Configuration:
   The config is the first of: --config PATH, $RUNVIL_MCP_CONFIG, ./mcp.json,
-  ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json, ~/.cursor/mcp.json. Its mcpServers object (or
-  VS Code's servers) names the remote MCP servers; comments and trailing commas are
-  accepted, as VS Code writes them. `runvil check` shows which file it read, and warns
-  (without failing) about what runvil does not honour as other clients do: ${VAR} and
-  ${input:...} (write ${env:NAME}), disabled: true, serverUrl or httpUrl for url, a key
-  written twice, an mcp-remote command (write its URL as url).
+  ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json, ~/.cursor/mcp.json. Its mcpServers
+  object (or VS Code's servers) names the remote MCP servers; comments and trailing commas
+  are accepted, as VS Code writes them. `runvil check` shows which file it read; check,
+  tools, call and serve warn (without failing) about what runvil does not honour as other
+  clients do: ${VAR} and ${input:...} (write ${env:NAME}), disabled: true, serverUrl or
+  httpUrl for url, a key written twice, an mcp-remote command (write its URL as url).
 
 Exit codes:
   0    success
@@ -30,9 +30,11 @@ Exit codes:
   143  terminated (SIGTERM)
 
 Signals:
-  SIGINT, SIGTERM and SIGHUP stop any command the same way: the call in flight is dropped
-  and its server told (notifications/cancelled, or at 2026-07-28 the closed stream), every
-  session is ended, then runvil exits with 128 + the signal's number. `runvil serve` exits 0 when its client closes stdin.
+  SIGINT, SIGTERM and SIGHUP stop tools, call, serve and login the same way: the call in
+  flight is dropped and its server told (notifications/cancelled, or at 2026-07-28 the closed
+  stream), every session is ended, then runvil exits with 128 + the signal's number (demo,
+  check and logout are simply ended by the signal). `runvil serve` exits 0 when its client
+  closes stdin.
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
 

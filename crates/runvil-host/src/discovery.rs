@@ -49,6 +49,13 @@ pub(crate) struct Config {
     pub(crate) warnings: Vec<String>,
 }
 
+/// Says each of a config's warnings on stderr, as every command that reads one does.
+pub(crate) fn say_warnings(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("runvil: warning: {warning}");
+    }
+}
+
 /// Finds and reads the config of this process.
 pub(crate) fn load(source: &Source) -> Result<Config, String> {
     let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
@@ -279,12 +286,14 @@ mod tests {
             "mcp.json",
             r#"{"mcpServers": {"x": {"url": "https://h/mcp", "disabled": true}}}"#,
         );
-        let (_, warnings) = read(&path).expect("read");
+        let warning = "server \"x\": \"disabled\": true is ignored, so runvil connects to it; \
+                       remove the entry to leave it out";
         assert_eq!(
-            warnings,
-            [
-                "server \"x\": \"disabled\": true is ignored, so runvil connects to it; remove the entry to leave it out"
-            ]
+            read(&path),
+            Ok((
+                serde_json::json!({"x": {"url": "https://h/mcp", "disabled": true}}),
+                vec![warning.to_owned()]
+            ))
         );
     }
 }

@@ -60,10 +60,7 @@ pub(crate) async fn call(
 /// told) and exits 128 + the signal; either way the Pack is shut down before the exit.
 async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str>) -> u8 {
     let pack = match discovery::load(&answer.source).and_then(|config| {
-        // What in the file runvil does not honour as other clients do, as `check` says it.
-        for warning in &config.warnings {
-            eprintln!("runvil: warning: {warning}");
-        }
+        discovery::say_warnings(&config.warnings);
         build_pack(config.servers, Handle::current())
     }) {
         Ok(pack) => pack,

@@ -23,7 +23,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use runvil_plugin::{BackendStatus, StatusReceiver};
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::MissedTickBehavior;
 
 pub(crate) use live::LogWriter;
 
@@ -83,15 +83,8 @@ async fn wait_showing(
         servers: Vec::new(),
         tick: 0,
     };
-    // `--wait` is the user's: a wait past the clock's end has no deadline, and adding it would
-    // overflow.
-    let deadline = Instant::now().checked_add(bound);
-    let bound_passed = async move {
-        match deadline {
-            Some(deadline) => tokio::time::sleep_until(deadline).await,
-            None => std::future::pending().await,
-        }
-    };
+    // `--wait` is the user's: tokio's sleep takes a wait past the clock's end as none.
+    let bound_passed = tokio::time::sleep(bound);
     let mut spinner = tokio::time::interval(TICK);
     spinner.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let live = shown.is_live();
@@ -178,6 +171,7 @@ mod tests {
     use tokio::sync::watch;
 
     use super::*;
+    use tokio::time::Instant;
 
     fn server(name: &str, state: BackendState) -> BackendStatus {
         BackendStatus::new(name, state)

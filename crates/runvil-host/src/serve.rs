@@ -197,9 +197,7 @@ pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
         config.path.display(),
         config.origin
     );
-    for warning in &config.warnings {
-        eprintln!("runvil: warning: {warning}");
-    }
+    discovery::say_warnings(&config.warnings);
     let serving = async {
         match Gateway::new(Arc::clone(&pack), wait)
             .serve(rmcp::transport::stdio_pipes())

@@ -9,17 +9,11 @@ use std::process::Output;
 
 use serde_json::json;
 
-use support::{Temp, runvil, runvil_command, text};
+use support::{Temp, runvil, runvil_command, runvil_in, text};
 
 /// `runvil check` in `dir`, with `home` as HOME.
 fn check_in(dir: &Temp, home: &Temp, extra: &[&str]) -> Output {
-    let mut args = vec!["check"];
-    args.extend_from_slice(extra);
-    runvil_command(&args)
-        .current_dir(dir.path())
-        .env("HOME", home.path())
-        .output()
-        .expect("runvil runs")
+    runvil_in(dir, home, &[&["check"], extra].concat())
 }
 
 #[test]

@@ -1,22 +1,18 @@
 //! The config files people already have: VS Code's `.vscode/mcp.json` (comments, trailing
 //! commas, a byte-order mark) and Claude Code's `.mcp.json` are found and read, `runvil check`
 //! warns about what runvil will not honour as those clients do without changing its exit
-//! code (and `tools`, `call` and `serve` say the same on stderr), and a syntax error names the
-//! file, line and column.
+//! code (and `tools` and `call` say the same on stderr), and a syntax error names the file,
+//! line and column.
 
 mod support;
 
 use std::process::Output;
 
-use support::{Temp, runvil_command, text};
+use support::{Temp, runvil_in, text, unreachable_url};
 
 /// `runvil check` in `project`, with `home` as HOME.
 fn check_in(project: &Temp, home: &Temp) -> Output {
-    runvil_command(&["check"])
-        .current_dir(project.path())
-        .env("HOME", home.path())
-        .output()
-        .expect("runvil runs")
+    runvil_in(project, home, &["check"])
 }
 
 const VS_CODE_FILE: &str = "\u{feff}{
@@ -72,10 +68,10 @@ runvil: warning: server \"web\": headers.Authorization holds ${input:token}, whi
 fn tools_and_call_say_the_warnings_check_says() {
     let project = Temp::dir();
     let home = Temp::dir();
-    // Nothing listens on port 9 of the loopback address: the server fails at once.
+    let entry = serde_json::json!({"url": unreachable_url(), "disabled": true});
     project.write(
         "mcp.json",
-        r#"{"mcpServers": {"off": {"url": "http://127.0.0.1:9/mcp", "disabled": true}}}"#,
+        &format!(r#"{{"mcpServers": {{"off": {entry}}}}}"#),
     );
     let warning = "runvil: warning: server \"off\": \"disabled\": true is ignored, so runvil \
                    connects to it; remove the entry to leave it out\n";
@@ -83,11 +79,7 @@ fn tools_and_call_say_the_warnings_check_says() {
         &["tools", "--wait", "0"][..],
         &["call", "off", "t", "--wait", "0"],
     ] {
-        let out = runvil_command(command)
-            .current_dir(project.path())
-            .env("HOME", home.path())
-            .output()
-            .expect("runvil runs");
+        let out = runvil_in(&project, &home, command);
         let stderr = text(&out.stderr);
         assert!(stderr.starts_with(warning), "{command:?}: {stderr}");
     }
@@ -133,7 +125,7 @@ fn a_syntax_error_names_the_file_line_and_column_of_the_original_text() {
 }
 
 #[test]
-fn project_files_are_taken_root_first_then_vs_code_s_then_cursor_s() {
+fn project_files_are_taken_mcp_json_then_cursor_s_then_vs_code_s_then_claude_s() {
     let project = Temp::dir();
     let home = Temp::dir();
     let entry = |name: &str| {

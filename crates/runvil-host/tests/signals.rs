@@ -10,7 +10,7 @@ mod hostile;
 
 use hostile::{Hostile, stalls_calls};
 use serde_json::json;
-use support::{Temp, runvil, signal_during_call, text};
+use support::{Temp, runvil, signal_during_call, text, unreachable_url};
 
 /// What the server saw, in order: JSON-RPC methods for POSTs, HTTP methods otherwise.
 fn seen(server: &Hostile) -> Vec<String> {
@@ -66,14 +66,6 @@ async fn each_signal_cancels_the_call_ends_the_session_and_exits_128_plus_its_nu
         let cancelled = &server.calls_of("notifications/cancelled")[0];
         assert_eq!(&cancelled.body["params"]["requestId"], call_id);
     }
-}
-
-/// A URL on this machine where nothing listens.
-fn unreachable_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
-    drop(listener);
-    url
 }
 
 #[test]

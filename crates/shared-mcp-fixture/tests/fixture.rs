@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use shared_mcp_fixture::{
-    Answers, Fixture, Mode, Revisions, ToolSet, pack, ready, settled, wait_for,
+    Answers, Fixture, Mode, Revisions, ToolSet, call, pack, ready, settled, wait_for,
 };
 
 const READY: Duration = Duration::from_secs(10);
@@ -61,20 +61,22 @@ async fn each_tool_set_lists_what_it_says() {
     let entry = wait_for(&pack, "paged", "ready", READY).await;
     assert_eq!(names(&entry), shared_mcp_fixture::PAGED_TOOL_NAMES);
 
-    let call = |namespace: &str, tool: &str, arguments: Value| {
-        let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
-        pack.call("mcp/call_dynamic_tool", args)
-    };
     assert_eq!(
-        call("generated", "tool_002", json!({"query": "q"})).await,
+        call(&pack, "generated", "tool_002", json!({"query": "q"})).await,
         Ok("called tool_002".to_owned())
     );
     assert_eq!(
-        call("generated", "echo", json!({"text": "ab", "repeat": 3})).await,
+        call(
+            &pack,
+            "generated",
+            "echo",
+            json!({"text": "ab", "repeat": 3})
+        )
+        .await,
         Ok("ababab".to_owned())
     );
     assert_eq!(
-        call("paged", "p3a", json!({})).await,
+        call(&pack, "paged", "p3a", json!({})).await,
         Ok("called p3a".to_owned())
     );
 }
@@ -106,10 +108,14 @@ async fn slow_answers_after_its_time_and_records_its_start() {
         .await;
     let pack = pack(json!({"s": {"url": server.url()}}));
     wait_for(&pack, "s", "ready", READY).await;
-    let args = json!({"namespace": "s", "toolName": "slow", "arguments": {}});
+    let started = std::time::Instant::now();
     assert_eq!(
-        pack.call("mcp/call_dynamic_tool", args).await,
+        call(&pack, "s", "slow", json!({})).await,
         Ok("done".to_owned())
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(50),
+        "answered before its time"
     );
     assert_eq!(server.slow_started().len(), 1);
     assert_eq!(server.wait_cancelled(Duration::ZERO).await, None);

@@ -1,5 +1,5 @@
 //! What the config says that runvil will not honour the way other clients do: the warnings
-//! of `runvil check`. They never refuse anything (the Pack decides what it accepts, and
+//! `runvil check` shows, and `tools`, `call` and `serve` say before they start. They never refuse anything (the Pack decides what it accepts, and
 //! `check` shows its verdicts); they explain the files people copy from elsewhere.
 //!
 //! Each warning names the server and the key, never a value: a URL or header value can hold
@@ -149,7 +149,7 @@ fn runs_mcp_remote(entry: &Map<String, Value>) -> Option<String> {
     ))
 }
 
-/// Every string of `value` with its path, keys in order so the warnings are.
+/// Every string of `object` with its path, keys in order so the warnings are.
 fn collect_strings<'v>(
     object: &'v Map<String, Value>,
     path: &mut Vec<Step>,

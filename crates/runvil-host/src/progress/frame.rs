@@ -42,7 +42,7 @@ const CUT: char = '…';
 
 /// Below this many columns a reason cut in the middle says nothing; the line's end is cut
 /// instead (only on a terminal so narrow, or with names so long, that little is left).
-const MIN_REASON_CHARS: usize = 12;
+const MIN_REASON_COLUMNS: usize = 12;
 
 /// What comes before an error's reason.
 const ERROR_PREFIX: &str = "error: ";
@@ -76,7 +76,7 @@ pub(super) fn frame(servers: &[BackendStatus], width: usize, height: usize, tick
         let state = match &server.state {
             BackendState::Failed(reason) | BackendState::Refused(reason)
                 if ERROR_PREFIX.len() + reason.width() > room
-                    && room >= ERROR_PREFIX.len() + MIN_REASON_CHARS =>
+                    && room >= ERROR_PREFIX.len() + MIN_REASON_COLUMNS =>
             {
                 format!(
                     "{ERROR_PREFIX}{}",

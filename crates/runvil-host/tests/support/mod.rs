@@ -28,6 +28,23 @@ pub(crate) fn runvil_command(args: &[&str]) -> Command {
     command
 }
 
+/// Runs `runvil` with `args` in `dir`, with `home` as HOME, as a person would in a project.
+pub(crate) fn runvil_in(dir: &Temp, home: &Temp, args: &[&str]) -> Output {
+    runvil_command(args)
+        .current_dir(dir.path())
+        .env("HOME", home.path())
+        .output()
+        .expect("runvil runs")
+}
+
+/// A URL on this machine where nothing listens: a port the OS just gave and took back.
+pub(crate) fn unreachable_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    drop(listener);
+    url
+}
+
 /// Runs `runvil` with `args`, waits (up to 20 s) until `reached` says its call is at the
 /// server, sends it `signal` (`INT`, `TERM`, `HUP`), and answers its output once it exited
 /// (within 15 s).
