@@ -8,6 +8,7 @@
 //! - `flow`: the authorization code grant with PKCE, and the token requests.
 //! - `assertion`: a machine client's proof of itself by its private key (`private_key_jwt`).
 //! - `dpop`: tokens bound to a key of the Pack's, and the proofs that present them.
+//! - `error`: why an authorization failed, what a party said kept untrusted until shown.
 //! - `fetch`: requests to these untrusted parties, checked and bounded.
 //! - `stored`: what an authorization leaves in the Host's credential store.
 //!
@@ -21,11 +22,13 @@ mod assertion;
 mod challenge;
 mod discovery;
 mod dpop;
+mod error;
 mod fetch;
 mod flow;
 mod registration;
 mod stored;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,49 +48,17 @@ pub(crate) use self::challenge::Challenge;
 use self::discovery::ServerMetadata;
 use self::dpop::DpopKey;
 pub(crate) use self::dpop::nonce as dpop_nonce;
+pub(crate) use self::error::AuthError;
 use self::flow::{Grant, Tokens};
 use self::registration::ClientIdentity;
 use crate::config::Preregistered;
-use crate::envelope::{clean_text, truncate};
+use crate::envelope::{log_safe, show};
 use crate::policy::{AUTHORIZATION_DEADLINE, MAX_ERROR_CHARS};
 use crate::secret::{Scrubber, Secret, SecretUrl};
-
-/// A token this close to its expiry is refreshed before it is sent.
-const REFRESH_AHEAD: Duration = Duration::from_secs(60);
 
 /// The scope that asks for a refresh token (OpenID Connect), requested only from
 /// authorization servers that list it.
 const OFFLINE_ACCESS: &str = "offline_access";
-
-/// Why a server could not be authorized. The texts hold no token, code or URL; a party's
-/// error text in one was cleaned and cut short.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum AuthError {
-    /// The server needs authorization and this Host cannot bring the user through it.
-    Required(String),
-    /// An authorization server or a metadata document could not be reached.
-    Unreachable(String),
-    /// An answer was refused, or the flow could not go on.
-    Refused(String),
-}
-
-impl fmt::Display for AuthError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Required(hint) => write!(f, "the server requires authorization: {hint}"),
-            Self::Unreachable(e) => {
-                write!(
-                    f,
-                    "authorization failed: could not reach the authorization server: {e}"
-                )
-            }
-            Self::Refused(e) => write!(f, "authorization failed: {e}"),
-        }
-    }
-}
-
-/// Its texts are the whole error: a party's error is kept only as cleaned text.
-impl std::error::Error for AuthError {}
 
 /// What a Host lends for authorizations, read once from its services.
 #[derive(Clone, Default)]
@@ -117,13 +88,23 @@ pub(crate) struct Authorization {
     host: HostAuth,
     configured: Option<Preregistered>,
     /// The scrubbers that must learn each new secret: the server's and the Pack's.
-    scrubbers: Vec<Arc<Scrubber>>,
+    scrubbers: Scrubbers,
+    /// Finds the values `${env:...}` put into the server's URL, which nothing sent to an
+    /// authorization server or shown to the user may hold.
+    url_values: Scrubber,
     current: RwLock<Current>,
     flow: tokio::sync::Mutex<FlowState>,
     /// Whether the Host's store has been read for this server.
     loaded: AtomicBool,
     /// Time spent waiting for the user (in a browser): the start deadline does not count it.
     user: std::sync::Mutex<UserTime>,
+}
+
+/// The server's scrubber and the Pack's: both learn every secret an authorization makes, and
+/// the Pack's, which knows every server's, shows what a party said.
+pub(crate) struct Scrubbers {
+    pub(crate) server: Arc<Scrubber>,
+    pub(crate) pack: Arc<Scrubber>,
 }
 
 /// The time the user took, over every authorization so far.
@@ -143,7 +124,7 @@ struct Current {
     dpop: Option<Arc<DpopKey>>,
     /// The DPoP nonce the server asked for last.
     nonce: Option<String>,
-    expires_at: Option<Instant>,
+    refresh_at: Option<Instant>,
     generation: u64,
 }
 
@@ -184,10 +165,15 @@ struct FlowState {
     scopes: Vec<String>,
     /// Identities by issuer: one authorization server never sees another's.
     clients: HashMap<String, ClientIdentity>,
+    /// The one issuer the configured client is presented to: the entry's `oauth.issuer`, else
+    /// the first it was used with (kept with the login).
+    configured_issuer: Option<String>,
     /// This server's DPoP key, made when an authorization server first offers DPoP.
     dpop: Option<Arc<DpopKey>>,
     /// The issuer of the authorization server the tokens are from.
     issuer: Option<String>,
+    /// The last tokens were refused or ran out with no refresh token to renew them.
+    ran_out: bool,
 }
 
 /// The header and generation a request was sent with, to report its `401` against.
@@ -200,22 +186,33 @@ impl fmt::Debug for Authorization {
     }
 }
 
+/// Why the Pack asks for a login again when tokens ran out without a way to renew them.
+const RAN_OUT: &str = "its access token expired or was refused, and its authorization server \
+                       granted no refresh token to renew it";
+
 impl Authorization {
+    /// `url_values` are the values expanded into `server`'s URL (see [`Authorization`]).
     pub(crate) fn new(
         namespace: String,
         server: SecretUrl,
+        url_values: &[Secret],
         host: HostAuth,
         configured: Option<Preregistered>,
-        scrubbers: Vec<Arc<Scrubber>>,
+        scrubbers: Scrubbers,
     ) -> Self {
+        let flow = FlowState {
+            configured_issuer: configured.as_ref().and_then(|c| c.issuer.clone()),
+            ..FlowState::default()
+        };
         Self {
             namespace,
             server,
             host,
             configured,
             scrubbers,
+            url_values: Scrubber::new(url_values.iter().cloned()),
             current: RwLock::default(),
-            flow: tokio::sync::Mutex::default(),
+            flow: tokio::sync::Mutex::new(flow),
             loaded: AtomicBool::new(false),
             user: std::sync::Mutex::default(),
         }
@@ -247,11 +244,11 @@ impl Authorization {
         if !self.loaded.load(Ordering::Acquire) {
             self.load().await;
         }
-        let (expires_at, generation) = {
+        let (refresh_at, generation) = {
             let current = self.current();
-            (current.expires_at, current.generation)
+            (current.refresh_at, current.generation)
         };
-        if expires_at.is_some_and(|at| at <= Instant::now() + REFRESH_AHEAD) {
+        if refresh_at.is_some_and(|at| at <= Instant::now()) {
             let mut flow = self.flow.lock().await;
             if self.current().generation == generation {
                 // A failed refresh leaves the token as it is: the server's 401 then starts
@@ -277,24 +274,60 @@ impl Authorization {
             .await
             .ok()
             .flatten();
-        let Some(restored) =
+        let Some(mut restored) =
             text.and_then(|text| stored::restore(&canonical(self.server.expose()), &text))
         else {
             return;
         };
+        if restored.configured {
+            // The configuration's client, with the secret or key it has now; a record of
+            // another client, or of an issuer the entry no longer names, serves no more.
+            let Some(configured) = &self.configured else {
+                return;
+            };
+            let bound = flow.configured_issuer.as_ref();
+            if configured.id != restored.client.id || bound.is_some_and(|b| *b != restored.issuer) {
+                return;
+            }
+            restored.client.secret.clone_from(&configured.secret);
+            restored
+                .client
+                .private_key
+                .clone_from(&configured.private_key);
+            flow.configured_issuer = Some(restored.issuer.clone());
+        }
+        let dpop = match &restored.dpop {
+            Some(stored) => match DpopKey::restore(stored) {
+                Some(key) => Some(Arc::new(key)),
+                None => return,
+            },
+            None => None,
+        };
         let basic = flow::basic_credential(&restored.client);
-        self.learn(restored.client.secret.iter().chain(&basic).cloned());
+        let dpop_secret = dpop.as_ref().map(|key| key.stored().clone());
+        self.learn(
+            restored
+                .client
+                .secret
+                .iter()
+                .chain(&basic)
+                .chain(&dpop_secret)
+                .cloned(),
+        );
         flow.clients
             .insert(restored.issuer.clone(), restored.client);
         flow.issuer = Some(restored.issuer);
         flow.resource = restored.resource;
         flow.scopes = restored.scopes;
+        if dpop.is_some() {
+            flow.dpop = dpop;
+        }
         self.install(&mut flow, restored.tokens);
     }
 
-    /// Keeps the current authorization in the Host's store, if it lent one and the tokens
-    /// can be kept. A failure to save costs the next run a login, so it is logged, not
-    /// returned.
+    /// Keeps the current authorization in the Host's store, if it lent one. A failure to save
+    /// costs the next run a login, so it is logged, not returned (the Host's store knows it
+    /// too, and a login command says so).
     async fn save(&self, flow: &FlowState) {
         let Some(store) = self.host.store.clone() else {
             return;
@@ -306,22 +339,27 @@ impl Authorization {
             return;
         };
         let server = canonical(self.server.expose());
-        let record = stored::record(
-            &server,
+        let dpop = flow.dpop.as_ref().map(|key| key.stored());
+        let configured = self.configured.as_ref().is_some_and(|c| c.id == client.id)
+            && flow.configured_issuer.as_ref() == Some(issuer);
+        let record = stored::record(&stored::Kept {
+            server: &server,
             issuer,
-            &flow.resource,
-            &flow.scopes,
+            resource: &flow.resource,
+            scopes: &flow.scopes,
             client,
+            configured,
             tokens,
-        );
+            dpop,
+        });
         let Some(record) = record else {
             return;
         };
         let key = self.namespace.clone();
         let saved = tokio::task::spawn_blocking(move || store.save(&key, &record)).await;
         if let Ok(Err(error)) = saved {
-            let error = truncate(clean_text(&error), MAX_ERROR_CHARS);
-            tracing::warn!(server = %self.namespace, %error, "the credentials could not be saved");
+            let error = show(&self.scrubbers.pack, &error, MAX_ERROR_CHARS);
+            tracing::warn!(server = %log_safe(&self.namespace), error = %error.line(), "the credentials could not be saved");
         }
     }
 
@@ -360,14 +398,18 @@ impl Authorization {
             }
         }
         let step_up = status == 403;
-        if !step_up && flow.tokens.is_some() && self.refresh(http, &mut flow).await.is_ok() {
-            return Ok(());
+        if !step_up {
+            match flow.tokens.as_ref().map(|tokens| tokens.refresh.is_some()) {
+                Some(true) if self.refresh(http, &mut flow).await.is_ok() => return Ok(()),
+                Some(false) => flow.ran_out = true,
+                _ => {}
+            }
         }
         self.authorize(http, &mut flow, challenge, step_up).await
     }
 
     async fn refresh(&self, http: &Client, flow: &mut FlowState) -> Result<(), AuthError> {
-        let no_refresh = || AuthError::Refused("no refresh token".to_owned());
+        let no_refresh = || AuthError::refused("no refresh token");
         let refresh = flow
             .tokens
             .as_ref()
@@ -390,7 +432,7 @@ impl Authorization {
             .clients
             .get(&metadata.issuer)
             .cloned()
-            .ok_or_else(|| AuthError::Refused("no client".to_owned()))?;
+            .ok_or_else(|| AuthError::refused("no client"))?;
         let dpop = flow.dpop.clone().filter(|_| tokens.bound);
         let result = flow::tokens(
             http,
@@ -408,9 +450,10 @@ impl Authorization {
                 Ok(())
             }
             Err(error) => {
-                tracing::debug!(server = %self.namespace, %error, "the refresh failed");
+                let error = error.render(&self.scrubbers.pack);
+                tracing::debug!(server = %log_safe(&self.namespace), error = %error.line(), "the refresh failed");
                 flow.tokens = None;
-                Err(error)
+                Err(no_refresh())
             }
         }
     }
@@ -426,12 +469,18 @@ impl Authorization {
         let authorizer = match &self.host.authorizer {
             Some(authorizer) => Some(Arc::clone(authorizer)),
             None if machine => None,
-            None => return Err(AuthError::Required(self.hint())),
+            None => {
+                return Err(AuthError::Required {
+                    hint: self.hint(),
+                    why: flow.ran_out.then_some(RAN_OUT),
+                });
+            }
         };
         // Looked up each time: the server may have moved to another authorization server.
         let (metadata, resource_id, resource_scopes) = self
             .discover(http, challenge.resource_metadata.as_deref())
             .await?;
+        self.refuse_url_values(&resource_id)?;
         let same_server = flow.issuer.as_ref() == Some(&metadata.issuer);
         if !same_server {
             // Tokens of one authorization server are never offered to another.
@@ -446,6 +495,9 @@ impl Authorization {
         let client = match flow.clients.get(&metadata.issuer) {
             Some(client) => client.clone(),
             None => {
+                if self.configured.is_some() {
+                    self.bind_configured(flow, &metadata.issuer)?;
+                }
                 let client = registration::identify(
                     http,
                     &metadata,
@@ -465,6 +517,7 @@ impl Authorization {
             (Some(key), true) => Some(Arc::clone(key)),
             (None, true) => {
                 let key = Arc::new(DpopKey::generate()?);
+                self.learn(std::iter::once(key.stored().clone()));
                 flow.dpop = Some(Arc::clone(&key));
                 Some(key)
             }
@@ -475,10 +528,12 @@ impl Authorization {
             None => Grant::ClientCredentials(&scopes),
             Some(authorizer) => {
                 pending = flow::request(&metadata, &client, &redirect_uri, &resource_id, &scopes)?;
+                self.learn(pending.secrets().into_iter());
                 // The URL is the Pack's own, built on a checked endpoint; checked again as a
                 // whole before a Host sees it.
                 let url = fetch::checked_url(pending.url.as_str(), "the authorization URL")?;
-                tracing::debug!(server = %self.namespace, "asking the Host to authorize");
+                self.refuse_url_values(url.as_str())?;
+                tracing::debug!(server = %log_safe(&self.namespace), "asking the Host to authorize");
                 let request = AuthorizationRequest::new(self.namespace.clone(), url.as_str());
                 self.waiting_for_user(true);
                 let answer =
@@ -487,17 +542,17 @@ impl Authorization {
                 self.waiting_for_user(false);
                 let params = answer
                     .map_err(|_| {
-                        AuthError::Refused(format!(
+                        AuthError::refused(format!(
                             "the authorization was not completed within {} s",
                             AUTHORIZATION_DEADLINE.as_secs()
                         ))
                     })?
                     .map_err(|e| {
-                        AuthError::Refused(format!(
-                            "the authorization did not complete: {}",
-                            truncate(clean_text(&e), MAX_ERROR_CHARS)
-                        ))
+                        AuthError::refused_saying("the authorization did not complete", e)
                     })?;
+                // The code is a secret from the moment it arrives, before anything reads it.
+                let codes = params.iter().filter(|(k, _)| k == "code");
+                self.learn(codes.map(|(_, code)| Secret::new(code.clone())));
                 code = flow::code(&pending, &metadata, &params)?;
                 Grant::Code {
                     code: &code,
@@ -519,9 +574,50 @@ impl Authorization {
         flow.resource = resource_id;
         flow.issuer = Some(metadata.issuer.clone());
         flow.metadata = Some(metadata);
+        flow.ran_out = false;
         self.install(flow, tokens);
         self.save(flow).await;
         Ok(())
+    }
+
+    /// Binds the configured client to `issuer` if it is bound to none yet; refuses to present
+    /// it to any other. A client the user registered with one authorization server, and its
+    /// secret or key, go to that server alone, whatever the MCP server names later.
+    fn bind_configured(&self, flow: &mut FlowState, issuer: &str) -> Result<(), AuthError> {
+        match &flow.configured_issuer {
+            None => {
+                flow.configured_issuer = Some(issuer.to_owned());
+                Ok(())
+            }
+            Some(bound) if bound == issuer => Ok(()),
+            Some(bound) => {
+                // By their origins; by the issuers themselves when they share one.
+                let (mut was, mut now) = (origin(bound), origin(issuer));
+                if was == now {
+                    (was, now) = (bound.clone(), issuer.to_owned());
+                }
+                Err(AuthError::refused(format!(
+                    "{}: the configured OAuth client (oauth.clientId) belongs to the \
+                     authorization server at {was}, but the server now sends it to the one at \
+                     {now}, so its credentials are not presented there; if that authorization \
+                     server is the right one, name its issuer in oauth.issuer",
+                    self.namespace
+                )))
+            }
+        }
+    }
+
+    /// Refuses to send or show `text` when it holds a value expanded into the server's URL.
+    fn refuse_url_values(&self, text: &str) -> Result<(), AuthError> {
+        if matches!(self.url_values.scrub(text), Cow::Borrowed(_)) {
+            return Ok(());
+        }
+        Err(AuthError::refused(
+            "the server's url holds a value of ${env:...} or ${userHome} in a part an \
+             authorization server would be sent or the user shown (the resource the tokens \
+             are for, the address of the authorization): write that part of the url without \
+             one, and send the secret in a header instead",
+        ))
     }
 
     /// Who authorizes the server: its authorization server's metadata, the resource to ask
@@ -536,9 +632,7 @@ impl Authorization {
                 let metadata = discovery::authorization_server(http, &resource.issuer)
                     .await?
                     .ok_or_else(|| {
-                        AuthError::Refused(
-                            "the authorization server publishes no metadata".to_owned(),
-                        )
+                        AuthError::refused("the authorization server publishes no metadata")
                     })?;
                 Ok((metadata, resource.resource, resource.scopes_supported))
             }
@@ -563,11 +657,11 @@ impl Authorization {
     ) -> Result<Vec<String>, AuthError> {
         let challenged = challenge.scopes();
         if step_up && challenged.iter().all(|s| flow.scopes.contains(s)) {
-            return Err(AuthError::Refused(format!(
-                "the server refuses the token for lack of scopes it was asked with ({}); \
+            return Err(AuthError::refused_saying(
+                "the server refuses the token for lack of scopes it was asked with; \
                  authorizing again would not help",
-                truncate(clean_text(&challenged.join(" ")), MAX_ERROR_CHARS)
-            )));
+                challenged.join(" "),
+            ));
         }
         let wanted = if challenged.is_empty() {
             resource_scopes.to_vec()
@@ -596,15 +690,14 @@ impl Authorization {
         let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
         current.token = Some(tokens.access.clone());
         current.dpop = flow.dpop.clone().filter(|_| tokens.bound);
-        current.expires_at = tokens.expires_at;
+        current.refresh_at = tokens.refresh_at;
         current.generation += 1;
         flow.tokens = Some(tokens);
     }
 
     fn learn(&self, secrets: impl Iterator<Item = Secret> + Clone) {
-        for scrubber in &self.scrubbers {
-            scrubber.learn(secrets.clone());
-        }
+        self.scrubbers.server.learn(secrets.clone());
+        self.scrubbers.pack.learn(secrets);
     }
 
     fn hint(&self) -> String {
@@ -613,6 +706,14 @@ impl Authorization {
             None => "this Host cannot log in to servers".to_owned(),
         }
     }
+}
+
+/// The origin of an issuer (`https://host:port`), how a reason names an authorization server.
+fn origin(issuer: &str) -> String {
+    Url::parse(issuer).map_or_else(
+        |_| issuer.to_owned(),
+        |url| url.origin().ascii_serialization(),
+    )
 }
 
 /// The server's URL as a resource identifier (RFC 8707) when it publishes no metadata: no

@@ -49,6 +49,9 @@ pub(crate) struct ServerSpec {
     /// Every value to scrub from output: the URL and the forms it takes on the wire, header
     /// values, expanded variables.
     pub(crate) secrets: Vec<Secret>,
+    /// The values `${env:...}` and `${userHome}` put into the URL: nothing derived from the URL
+    /// that holds one may be shown or sent to anyone but the server.
+    pub(crate) url_values: Vec<Secret>,
     /// The OAuth client the user registered for this server (`oauth.clientId` and
     /// `oauth.clientSecret`, as VS Code names them), if any.
     pub(crate) oauth: Option<Preregistered>,
@@ -65,6 +68,9 @@ pub(crate) struct Preregistered {
     /// `grantType: "client_credentials"`: a machine client, which gets its tokens without a
     /// user (the client credentials grant).
     pub(crate) machine: bool,
+    /// `issuer`: the authorization server this client belongs to, the only one it is ever
+    /// presented to. Without it, the first one it is used with (kept with the login).
+    pub(crate) issuer: Option<String>,
 }
 
 /// One entry of the configuration, parsed.
@@ -130,6 +136,7 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
         return Err(Refusal::Scheme);
     }
     // So far `secrets` holds the values expanded in the URL.
+    let url_values = secrets.clone();
     let sent = sent_forms(&parsed, url.expose(), &secrets);
     secrets.extend(sent);
     secrets.push(url);
@@ -148,6 +155,7 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
         url: SecretUrl::new(parsed),
         headers,
         secrets,
+        url_values,
         oauth,
     })
 }
@@ -169,6 +177,16 @@ fn parse_oauth(
     };
     let secret = field("clientSecret")?;
     let private_key = field("privateKey")?;
+    let issuer = match field("issuer")? {
+        None => None,
+        Some(issuer) => {
+            let url = Url::parse(issuer.expose()).map_err(|_| Refusal::OAuthIssuer)?;
+            if !ALLOWED_SCHEMES.contains(&url.scheme()) {
+                return Err(Refusal::OAuthIssuer);
+            }
+            Some(issuer.expose().to_owned())
+        }
+    };
     let machine = match field("grantType")? {
         None => false,
         Some(grant) => match grant.expose() {
@@ -179,17 +197,20 @@ fn parse_oauth(
     };
     let id = match field("clientId")? {
         Some(id) => id,
-        None if secret.is_some() || private_key.is_some() || machine => {
+        None if secret.is_some() || private_key.is_some() || machine || issuer.is_some() => {
             return Err(Refusal::OAuthWithoutClientId);
         }
         None => return Ok(None),
     };
-    secrets.extend(secret.iter().chain(&private_key).cloned());
+    // The client id is no credential by itself, but it is the user's, and an authorization
+    // server quoting it beside the secret must not show which client it is.
+    secrets.extend(secret.iter().chain(&private_key).chain([&id]).cloned());
     Ok(Some(Preregistered {
         id: id.expose().to_owned(),
         secret,
         private_key,
         machine,
+        issuer,
     }))
 }
 

@@ -14,12 +14,12 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::auth::{Authorization, HostAuth};
+use crate::auth::{Authorization, HostAuth, Scrubbers};
 use crate::config::ServerSpec;
-use crate::envelope::{ToolSet, clean_text, log_safe, truncate};
+use crate::envelope::{self, Shown, ToolSet, log_safe};
 use crate::policy::{MAX_ERROR_CHARS, START_ATTEMPT_DEADLINE, retry_delay};
 use crate::secret::Scrubber;
-use crate::session::{CacheHints, Session, SessionError, SharedSession};
+use crate::session::{CacheHints, Session, SharedSession};
 use crate::transport::{Clients, Transport, TransportError};
 
 /// Where a server stands.
@@ -29,7 +29,7 @@ pub(crate) enum Status {
     Ready(Ready),
     /// An attempt failed (unreachable, a bad answer, authorization needed); the task tries
     /// again.
-    Failed(String),
+    Failed(Shown),
     /// The entry was refused; nothing will be tried.
     Refused(String),
 }
@@ -42,7 +42,7 @@ impl Status {
             Self::Ready(ready) => BackendState::Ready {
                 tools: ready.tools.tools.len(),
             },
-            Self::Failed(reason) => BackendState::Failed(reason.clone()),
+            Self::Failed(reason) => BackendState::Failed(reason.as_str().to_owned()),
             Self::Refused(reason) => BackendState::Refused(reason.clone()),
         }
     }
@@ -128,27 +128,31 @@ pub(crate) fn spawn(
     let task = async move {
         // Kept across attempts: what the server's scrubber learns (tokens) and the tokens.
         let own = Arc::new(Scrubber::new(spec.secrets.iter().cloned()));
-        let scrubbers = vec![Arc::clone(&own), Arc::clone(&scrubber)];
+        let scrubbers = Scrubbers {
+            server: Arc::clone(&own),
+            pack: Arc::clone(&scrubber),
+        };
         let oauth = spec.oauth.clone();
         let auth = Arc::new(Authorization::new(
             server.name.clone(),
             spec.url.clone(),
+            &spec.url_values,
             host,
             oauth,
             scrubbers,
         ));
-        let attempt = || start(&task_runtime, &spec, &clients, &own, &auth);
+        let attempt = || start(&task_runtime, &spec, &clients, (&own, &scrubber), &auth);
         let name = log_safe(&server.name);
-        let on_failure = |reason: String| {
-            // A reason may quote what the server sent (a content type, an error text).
-            let reason = truncate(scrubber.scrub_owned(clean_text(&reason)), MAX_ERROR_CHARS);
-            tracing::warn!(server = %name, reason = %log_safe(&reason), "server did not start");
+        let on_failure = |reason: Option<Shown>| {
+            let reason = reason
+                .unwrap_or_else(|| envelope::show(&scrubber, &deadline_passed(), MAX_ERROR_CHARS));
+            tracing::warn!(server = %name, reason = %reason.line(), "server did not start");
             server.set(Status::Failed(reason));
         };
         let ready = retry_until_ready(attempt, on_failure, || auth.user_time()).await;
         for dropped in &ready.tools.rejected {
-            let tool = log_safe(&scrubber.scrub(&dropped.name));
-            tracing::warn!(server = %name, %tool, reason = %dropped.reason, "tool dropped");
+            let (tool, reason) = (&dropped.name, dropped.reason.line());
+            tracing::warn!(server = %name, %tool, %reason, "tool dropped");
         }
         if ready.tools.more_rejected > 0 {
             let more = ready.tools.more_rejected;
@@ -173,26 +177,24 @@ pub(crate) fn server_span(name: &str) -> tracing::Span {
     tracing::debug_span!("server", name = %log_safe(name))
 }
 
-/// One attempt: connect, handshake, list every page, check the tools.
+/// One attempt: connect, handshake, list every page, check the tools. The server's
+/// scrubber scrubs what it sends; the Pack's shows the reason of a failure.
 async fn start(
     runtime: &Handle,
     spec: &ServerSpec,
     clients: &SharedClients,
-    scrubber: &Arc<Scrubber>,
+    (own, pack): (&Arc<Scrubber>, &Arc<Scrubber>),
     auth: &Arc<Authorization>,
-) -> Result<Ready, String> {
+) -> Result<Ready, Shown> {
     let clients = clients
         .get_or_init(Clients::build)
         .clone()
-        .map_err(|e| e.to_string())?;
-    let transport = Transport::new(clients, spec, Arc::clone(scrubber), Arc::clone(auth));
-    let session = Session::connect(transport, runtime.clone())
+        .map_err(|e| e.render(pack))?;
+    let transport = Transport::new(clients, spec, Arc::clone(own), Arc::clone(auth));
+    let session = Session::connect(transport, runtime.clone(), Arc::clone(pack))
         .await
-        .map_err(SessionError::into_text)?;
-    let (tools, cache) = session
-        .list_tools()
-        .await
-        .map_err(SessionError::into_text)?;
+        .map_err(|e| e.render(pack))?;
+    let (tools, cache) = session.list_tools().await.map_err(|e| e.render(pack))?;
     Ok(Ready {
         session: Arc::new(session),
         tools: Arc::new(tools),
@@ -200,18 +202,26 @@ async fn start(
     })
 }
 
-/// Runs `attempt` under the start deadline until it succeeds, reporting each failure and
-/// waiting [`retry_delay`] between attempts. The time `excused` reports (the user's, in a
-/// browser, which has its own bound) is added to the deadline: the deadline is for the
-/// server, not for a person logging in.
-async fn retry_until_ready<T, F, Fut>(
+/// Why an attempt failed that ran out of time.
+fn deadline_passed() -> String {
+    format!(
+        "did not connect and list its tools within {} s",
+        START_ATTEMPT_DEADLINE.as_secs()
+    )
+}
+
+/// Runs `attempt` under the start deadline until it succeeds, reporting each failure (`None`
+/// when the deadline passed) and waiting [`retry_delay`] between attempts. The time `excused`
+/// reports (the user's, in a browser, which has its own bound) is added to the deadline: the
+/// deadline is for the server, not for a person logging in.
+async fn retry_until_ready<T, R, F, Fut>(
     mut attempt: F,
-    mut on_failure: impl FnMut(String),
+    mut on_failure: impl FnMut(Option<R>),
     excused: impl Fn() -> Duration,
 ) -> T
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
+    Fut: Future<Output = Result<T, R>>,
 {
     let mut failures = 0u32;
     loop {
@@ -223,17 +233,12 @@ where
             let deadline = started + START_ATTEMPT_DEADLINE + (excused() - excused_before);
             match tokio::time::timeout_at(deadline, &mut running).await {
                 Ok(Ok(ready)) => return ready,
-                Ok(Err(reason)) => break reason,
+                Ok(Err(reason)) => break Some(reason),
                 // The user took some of the time: the deadline moved; wait on.
                 Err(_)
                     if started + START_ATTEMPT_DEADLINE + (excused() - excused_before)
                         > deadline => {}
-                Err(_) => {
-                    break format!(
-                        "did not connect and list its tools within {} s",
-                        START_ATTEMPT_DEADLINE.as_secs()
-                    );
-                }
+                Err(_) => break None,
             }
         };
         failures = failures.saturating_add(1);
@@ -270,6 +275,7 @@ mod tests {
         };
         let mut reasons = Vec::new();
         let ready = retry_until_ready(attempt, |r| reasons.push(r), || Duration::ZERO).await;
+        let reasons: Vec<String> = reasons.into_iter().flatten().collect();
         assert_eq!(ready, 10);
         assert_eq!(reasons.len(), 9);
         let at: Vec<u64> = attempts
@@ -294,7 +300,7 @@ mod tests {
         let mut reasons = Vec::new();
         let ready = tokio::time::timeout(
             START_ATTEMPT_DEADLINE * 2,
-            retry_until_ready(attempt, |r| reasons.push(r), user),
+            retry_until_ready(attempt, |r: Option<String>| reasons.push(r), user),
         )
         .await;
         assert!(ready.is_ok() && reasons.is_empty(), "{reasons:?}");
@@ -313,7 +319,11 @@ mod tests {
         let mut reasons = Vec::new();
         let deadline = tokio::time::timeout(
             START_ATTEMPT_DEADLINE + Duration::from_millis(1500),
-            retry_until_ready(attempt, |r| reasons.push(r), || Duration::ZERO),
+            retry_until_ready(
+                attempt,
+                |r: Option<String>| reasons.push(r.unwrap_or_else(deadline_passed)),
+                || Duration::ZERO,
+            ),
         )
         .await;
         assert!(deadline.is_err(), "the attempt should never finish");

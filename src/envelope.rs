@@ -17,6 +17,8 @@
 //!   encodes `x-mcp-header` parameters.
 //! - `result`: converts a `tools/call` result (or a JSON-RPC error) into text for a model.
 //! - `text`: cleans and caps text; `chars` decides which characters show.
+//! - `shown`: [`Shown`], the one type of text that may leave the Pack, made only by scrubbing,
+//!   then cleaning, then cutting.
 //! - `off_runtime`: runs the checks of a call where they cannot stall the runtime.
 
 // By path, so the fuzz crate, which includes this file by path, finds them too.
@@ -32,6 +34,8 @@ mod off_runtime;
 pub(crate) mod param_headers;
 #[path = "envelope/result.rs"]
 mod result;
+#[path = "envelope/shown.rs"]
+mod shown;
 #[path = "envelope/text.rs"]
 mod text;
 #[path = "envelope/tool_check.rs"]
@@ -42,7 +46,8 @@ mod untrusted;
 pub(crate) use catalog::{Catalog, Hints, Loose, Object};
 pub(crate) use off_runtime::{check_arguments, convert_result};
 pub(crate) use result::{Outcome, convert_now, rpc_error_text};
-pub(crate) use text::{clean_text, log_safe, truncate};
+pub(crate) use shown::{Shown, show, show_escaped, show_joined, show_owned};
+pub(crate) use text::{log_safe, truncate};
 pub(crate) use tool_check::{CheckedTool, Rejected, ToolSet};
 pub(crate) use untrusted::Untrusted;
 

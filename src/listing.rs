@@ -53,9 +53,8 @@ impl<'a> Summary<'a> {
         let (status, reason, tools) = match status {
             Status::Loading => ("loading", None, None),
             Status::Ready(ready) => ("ready", None, Some(&*ready.tools.names_json)),
-            Status::Failed(reason) | Status::Refused(reason) => {
-                ("error", Some(reason.as_str()), None)
-            }
+            Status::Failed(reason) => ("error", Some(reason.as_str()), None),
+            Status::Refused(reason) => ("error", Some(reason.as_str()), None),
         };
         Self {
             namespace: &server.name,

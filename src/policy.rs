@@ -89,6 +89,15 @@ pub(crate) const AUTHORIZATION_DEADLINE: Duration = Duration::from_secs(600);
 /// to carry a payload.
 pub(crate) const MAX_OAUTH_QUOTED_CHARS: usize = 200;
 
+/// The most time before an access token expires that it is refreshed: a request must not
+/// leave with a token that expires on the way.
+pub(crate) const REFRESH_AHEAD_MAX: Duration = Duration::from_secs(60);
+
+/// A token is refreshed once this part of its lifetime is left (one tenth), but never more
+/// than [`REFRESH_AHEAD_MAX`] early: a token that lives five seconds is used for four and a
+/// half, not refreshed on every request.
+pub(crate) const REFRESH_AHEAD_DIVISOR: u32 = 10;
+
 /// Authorizations one request to an MCP server may set off (a first one, then step-ups for
 /// more scopes) before it fails: the specification asks clients to stop after a few, so a
 /// server that never accepts a token cannot send the user to log in again and again.
@@ -262,6 +271,8 @@ pub(crate) enum Refusal {
     OAuthWithoutClientId,
     /// `oauth.grantType` names a grant the Pack does not make.
     OAuthGrantType,
+    /// `oauth.issuer` is not an http or https URL.
+    OAuthIssuer,
 }
 
 impl fmt::Display for Refusal {
@@ -298,12 +309,13 @@ impl fmt::Display for Refusal {
             }
             Self::OAuthNotAnObject => f.write_str("oauth is not an object"),
             Self::OAuthWithoutClientId => f.write_str(
-                "oauth.clientSecret, oauth.privateKey or oauth.grantType is set but \
-                 oauth.clientId is not",
+                "oauth.clientSecret, oauth.privateKey, oauth.grantType or oauth.issuer is set \
+                 but oauth.clientId is not",
             ),
             Self::OAuthGrantType => f.write_str(
                 "oauth.grantType must be \"authorization_code\" or \"client_credentials\"",
             ),
+            Self::OAuthIssuer => f.write_str("oauth.issuer must be an http or https URL"),
         }
     }
 }
@@ -323,6 +335,11 @@ pub(crate) const UNAVAILABLE_RUNTIME: &str =
 /// `Location` is never contacted.
 pub(crate) fn redirect_policy() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::none()
+}
+
+/// How long before its expiry a token that lives `lifetime` is refreshed.
+pub(crate) fn refresh_ahead(lifetime: Duration) -> Duration {
+    (lifetime / REFRESH_AHEAD_DIVISOR).min(REFRESH_AHEAD_MAX)
 }
 
 /// The wait before start attempt `failures + 1` of a server that has failed `failures` times.
@@ -371,6 +388,8 @@ fn table() -> Vec<(&'static str, String)> {
         ("OAUTH_REQUEST_DEADLINE", secs(OAUTH_REQUEST_DEADLINE)),
         ("MAX_OAUTH_QUOTED_CHARS", MAX_OAUTH_QUOTED_CHARS.to_string()),
         ("AUTHORIZATION_DEADLINE", secs(AUTHORIZATION_DEADLINE)),
+        ("REFRESH_AHEAD_MAX", secs(REFRESH_AHEAD_MAX)),
+        ("REFRESH_AHEAD_DIVISOR", REFRESH_AHEAD_DIVISOR.to_string()),
         (
             "MAX_AUTHORIZATIONS_PER_REQUEST",
             MAX_AUTHORIZATIONS_PER_REQUEST.to_string(),
@@ -475,6 +494,7 @@ fn table() -> Vec<(&'static str, String)> {
             template(Refusal::OAuthWithoutClientId),
         ),
         ("Refusal::OAuthGrantType", template(Refusal::OAuthGrantType)),
+        ("Refusal::OAuthIssuer", template(Refusal::OAuthIssuer)),
     ]
 }
 
@@ -514,6 +534,17 @@ mod tests {
                 "policy/README.md has a row the code lacks: {row:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_token_is_refreshed_a_tenth_of_its_life_early_and_at_most_a_minute() {
+        let secs = Duration::from_secs;
+        assert_eq!(refresh_ahead(secs(5)), Duration::from_millis(500));
+        // At the cap's lifetime the tenth is the cap; a second longer, still the cap.
+        assert_eq!(refresh_ahead(secs(600)), REFRESH_AHEAD_MAX);
+        assert_eq!(refresh_ahead(secs(601)), REFRESH_AHEAD_MAX);
+        assert_eq!(refresh_ahead(secs(599)), Duration::from_millis(59_900));
+        assert_eq!(refresh_ahead(Duration::ZERO), Duration::ZERO);
     }
 
     #[test]

@@ -31,9 +31,12 @@ use runvil_plugin::ProgressSink;
 
 use self::legacy::Legacy;
 use self::modern::{Completion, Modern};
-use crate::envelope::{self, Catalog, Loose, Object, ToolSet, Untrusted};
+use crate::envelope::{self, Catalog, Loose, Object, Shown, ToolSet, Untrusted};
 use crate::jsonrpc::{CallParams, ListParams, RpcError};
-use crate::policy::{ACCEPTED_PROTOCOL_VERSIONS, MAX_TOOL_PAGES, MODERN_PROTOCOL_VERSIONS};
+use crate::policy::{
+    ACCEPTED_PROTOCOL_VERSIONS, MAX_ERROR_CHARS, MAX_TOOL_PAGES, MODERN_PROTOCOL_VERSIONS,
+};
+use crate::secret::Scrubber;
 use crate::transport::{Transport, TransportError};
 
 /// One server's conversation. Requests may run concurrently: each is its own POST.
@@ -89,11 +92,14 @@ impl CacheHints {
 
 impl Session {
     /// Finds the server's era and, for a session-based one, runs the handshake.
+    /// `scrubber` scrubs what the server says in the texts the session makes of it (reasons,
+    /// descriptions, progress): the Pack's, which knows every secret.
     pub(crate) async fn connect(
         transport: Transport,
         runtime: Handle,
+        scrubber: Arc<Scrubber>,
     ) -> Result<Self, SessionError> {
-        let link = Link::new(transport, runtime);
+        let link = Link::new(transport, runtime, scrubber);
         let era = match era::detect(&link).await? {
             era::Era::Modern(modern) => Era::Modern(modern),
             era::Era::Legacy => {
@@ -116,7 +122,7 @@ impl Session {
     /// Every tool the server lists, page after page, each page checked before the next is
     /// asked for, so only checked tools are held; with the pages' caching hints.
     pub(crate) async fn list_tools(&self) -> Result<(ToolSet, CacheHints), SessionError> {
-        let mut catalog = Catalog::default();
+        let mut catalog = Catalog::new(Arc::clone(&self.link.scrubber));
         let mut hints = CacheHints::default();
         let mut cursors = HashSet::new();
         let mut cursor = None;
@@ -226,12 +232,35 @@ impl SessionError {
         }
     }
 
-    /// The error as text a model may read: a server's own message passes the envelope.
-    pub(crate) fn into_text(self) -> String {
-        match self {
-            Self::Rpc { code, message, .. } => envelope::rpc_error_text(code, message),
-            other => other.to_string(),
-        }
+    /// The error as it may be shown: what the server said in it passes the envelope, scrubbed
+    /// by `scrubber`.
+    pub(crate) fn render(&self, scrubber: &Scrubber) -> Shown {
+        let text = match self {
+            Self::Transport(e) => return e.render(scrubber),
+            Self::Rpc { code, message, .. } => {
+                return envelope::rpc_error_text(*code, message, scrubber);
+            }
+            Self::InputRequired(kinds) => {
+                let mut text = "the tool needs input this client cannot give: the server \
+                                answered input_required"
+                    .to_owned();
+                if !kinds.is_empty() {
+                    text.push_str(&format!(", asking for {}", kinds.join(" and ")));
+                }
+                text.push_str(
+                    "; this Pack declares no client capabilities, so it cannot answer a form, \
+                     a sampling request or any other question from a server",
+                );
+                text
+            }
+            Self::Version => format!(
+                "the server speaks none of the protocol versions {}, {}",
+                MODERN_PROTOCOL_VERSIONS.join(", "),
+                ACCEPTED_PROTOCOL_VERSIONS.join(", ")
+            ),
+            Self::Protocol(e) => e.clone(),
+        };
+        envelope::show(scrubber, &text, MAX_ERROR_CHARS)
     }
 }
 
@@ -240,39 +269,6 @@ impl From<TransportError> for SessionError {
         Self::Transport(e)
     }
 }
-
-impl fmt::Display for SessionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Transport(e) => e.fmt(f),
-            Self::Rpc { code, .. } => write!(f, "the server answered with error {code}"),
-            Self::InputRequired(kinds) => {
-                f.write_str(
-                    "the tool needs input this client cannot give: the server answered \
-                     input_required",
-                )?;
-                if !kinds.is_empty() {
-                    write!(f, ", asking for {}", kinds.join(" and "))?;
-                }
-                f.write_str(
-                    "; this Pack declares no client capabilities, so it cannot answer a form, \
-                     a sampling request or any other question from a server",
-                )
-            }
-            Self::Version => write!(
-                f,
-                "the server speaks none of the protocol versions {}, {}",
-                MODERN_PROTOCOL_VERSIONS.join(", "),
-                ACCEPTED_PROTOCOL_VERSIONS.join(", ")
-            ),
-            Self::Protocol(e) => f.write_str(e),
-        }
-    }
-}
-
-/// No source: `Transport` prints its inner error already, and a server's JSON-RPC error is
-/// data, not a Rust error.
-impl std::error::Error for SessionError {}
 
 /// Cheap to clone and share between the connector and calls.
 pub(crate) type SharedSession = Arc<Session>;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use runvil_plugin::{
-    BoxFuture, Pack, Progress, ProgressSink, StatusReceiver, ToolError, ToolSpec, Unavailable,
+    BoxFuture, Pack, ProgressSink, StatusReceiver, ToolError, ToolSpec, Unavailable,
 };
 use serde_json::Value;
 use tokio::runtime::Handle;
@@ -186,14 +186,6 @@ impl Tools {
         let arguments = Value::Object(args.arguments);
         let server = self.server(namespace)?;
         let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
-        // The server's scrubber scrubbed each message; this one knows every server's secrets.
-        let progress = progress.map(|sink| {
-            let scrubber = Arc::clone(&self.scrubber);
-            Arc::new(move |mut notice: Progress| {
-                notice.message = notice.message.map(|m| scrubber.scrub_owned(m));
-                sink(notice);
-            }) as ProgressSink
-        });
         // The checks count inside the deadline: a schema that makes them slow cannot stretch
         // a call. Dropping this future stops each step, the server's request included.
         let call = async {
@@ -208,7 +200,7 @@ impl Tools {
                 .session
                 .call_tool(&tool.name, arguments, &headers, progress.as_ref())
                 .await
-                .map_err(session_error)?;
+                .map_err(|e| session_error(&e, &self.scrubber))?;
             match envelope::convert_result(result, &tool).await {
                 Outcome::Text(text) => Ok(text),
                 Outcome::ToolFailed(text) => Err(ToolError::Backend(text)),
@@ -417,20 +409,23 @@ fn capped(text: String) -> String {
 }
 
 /// A JSON-RPC error is the server's answer (backend); anything else kept the answer from
-/// arriving (transport).
-fn session_error(e: SessionError) -> ToolError {
+/// arriving (transport). What the server said in it is shown scrubbed by `scrubber`.
+fn session_error(e: &SessionError, scrubber: &Scrubber) -> ToolError {
+    let text = e.render(scrubber).into_string();
     match e {
-        SessionError::Rpc { .. } | SessionError::InputRequired(_) => {
-            ToolError::Backend(e.into_text())
-        }
-        other => ToolError::Transport(other.into_text()),
+        SessionError::Rpc { .. } | SessionError::InputRequired(_) => ToolError::Backend(text),
+        _ => ToolError::Transport(text),
     }
 }
 
-/// A model-written name, quoted and escaped so it cannot pass as anything else. Scrubbed
-/// first: once escaped, a secret in it (`'`, `"`, non-ASCII) would no longer be found.
+/// A model-written name, quoted and escaped so it cannot pass as anything else (scrubbed
+/// first, as [`envelope::show_escaped`] does: once escaped, a secret in it would no longer be
+/// found).
 fn quoted(name: &str, scrubber: &Scrubber) -> String {
-    format!("\"{}\"", scrubber.scrub(name).escape_default())
+    format!(
+        "\"{}\"",
+        envelope::show_escaped(scrubber, name, MAX_ERROR_CHARS)
+    )
 }
 
 /// Up to [`MAX_NAMES_IN_ERROR`] names, comma-separated, saying how many more there are.

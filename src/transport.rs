@@ -7,13 +7,16 @@
 //! header reaches only the configured server and a response's size is its size on the wire.
 //! Nothing here prints the URL: reqwest's errors are stripped of it before they are shown.
 //!
-//! Every text a server sends is scrubbed of the server's secrets here, as it is read (bodies,
-//! SSE events, the content type, error causes), before anything lowercases, escapes, cuts or
-//! logs it: a secret changed by any of those would no longer be found.
+//! Every body and SSE event a server sends is scrubbed of the server's secrets here, as it is
+//! read, before anything parses, lowercases, escapes, cuts or logs it: a secret changed by any
+//! of those would no longer be found. What a server or another crate says in an error (a
+//! content type, a connection's causes) stays [`Untrusted`] in the [`TransportError`] until
+//! [`TransportError::render`] shows it.
 //!
 //! Requests reuse pooled keep-alive connections, unless a server stalls on them: `route`
 //! learns that per server, and says why.
 //!
+use std::borrow::Cow;
 use std::error::Error as _;
 use std::fmt;
 use std::sync::Arc;
@@ -24,9 +27,10 @@ use reqwest::{Client, ClientBuilder, RequestBuilder, Response, StatusCode};
 
 use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
 use crate::config::ServerSpec;
+use crate::envelope::{Shown, Untrusted, show, show_escaped};
 use crate::policy::{
-    CONNECT_TIMEOUT, MAX_AUTHORIZATIONS_PER_REQUEST, MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES,
-    MAX_SSE_EVENT_BYTES, redirect_policy,
+    CONNECT_TIMEOUT, MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_CHARS, MAX_RESPONSE_BYTES,
+    MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, redirect_policy,
 };
 use crate::secret::{Scrubber, SecretUrl};
 use crate::sse::{Event, SseError, SseParser};
@@ -169,12 +173,6 @@ impl Transport {
         }
     }
 
-    /// The scrubber of this server's secrets, for text about it that did not come through
-    /// here.
-    pub(crate) fn scrubber(&self) -> &Scrubber {
-        &self.endpoint.scrubber
-    }
-
     /// [`Transport::headers`] with the current token, for requests that are not sent again
     /// after a `401` (a resumption, the farewell).
     fn headers_with_token(
@@ -234,9 +232,9 @@ impl Transport {
         let status = response.status().as_u16();
         if outgoing.read_refusals
             && response.status().is_client_error()
-            && content_type(&response, scrubber).is_some_and(|k| k.eq_ignore_ascii_case(JSON_TYPE))
+            && content_type(&response).is_some_and(|k| k.eq_ignore_ascii_case(JSON_TYPE))
         {
-            let body = read_capped(response, scrubber).await?;
+            let body = read_capped(response).await?;
             return Ok(Posted {
                 status,
                 session_id: None,
@@ -245,9 +243,9 @@ impl Transport {
         }
         let response = checked(response)?;
         let session_id = session_id_of(&response)?;
-        let reply = match content_type(&response, scrubber) {
+        let reply = match content_type(&response) {
             Some(kind) if kind.eq_ignore_ascii_case(JSON_TYPE) => {
-                let body = read_capped(response, scrubber).await?;
+                let body = read_capped(response).await?;
                 Reply::Json(scrubbed_body(body, scrubber))
             }
             Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
@@ -263,10 +261,10 @@ impl Transport {
             _ if response.status() == StatusCode::ACCEPTED => Reply::Empty,
             other => {
                 let kind = other.unwrap_or_else(|| "none".to_owned());
-                if read_capped(response, scrubber).await?.is_empty() {
+                if read_capped(response).await?.is_empty() {
                     Reply::Empty
                 } else {
-                    return Err(TransportError::ContentType(kind));
+                    return Err(TransportError::ContentType(Untrusted::new(kind)));
                 }
             }
         };
@@ -284,10 +282,9 @@ impl Transport {
         &self,
         request: RequestBuilder,
     ) -> Result<(Response, Instant), TransportError> {
-        let scrubber = &self.endpoint.scrubber;
         let Some(auth) = &self.endpoint.auth else {
             let at = Instant::now();
-            return Ok((sent(request.send().await, scrubber)?, at));
+            return Ok((sent(request.send().await)?, at));
         };
         let mut authorizations = 0;
         loop {
@@ -305,12 +302,12 @@ impl Transport {
                 }
             }
             let at = Instant::now();
-            let response = sent(attempt.send().await, scrubber)?;
+            let response = sent(attempt.send().await)?;
             let Some(challenge) = challenge_of(&response) else {
                 return Ok((response, at));
             };
             if authorizations == MAX_AUTHORIZATIONS_PER_REQUEST {
-                return Err(TransportError::Auth(AuthError::Refused(format!(
+                return Err(TransportError::Auth(AuthError::refused(format!(
                     "the server still refuses the token after {MAX_AUTHORIZATIONS_PER_REQUEST} \
                      authorizations"
                 ))));
@@ -320,7 +317,7 @@ impl Transport {
             drop(response);
             auth.respond(self.clients.pooled(), status, &challenge, sent_as)
                 .await
-                .map_err(|e| TransportError::Auth(scrubbed_auth_error(e, scrubber)))?;
+                .map_err(TransportError::Auth)?;
         }
     }
 
@@ -357,14 +354,14 @@ impl Transport {
             .get(self.endpoint.url.expose().clone())
             .headers(headers);
         let scrubber = &self.endpoint.scrubber;
-        let response = checked(sent(request.send().await, scrubber)?)?;
-        match content_type(&response, scrubber) {
+        let response = checked(sent(request.send().await)?)?;
+        match content_type(&response) {
             Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
                 Ok(EventStream::new(response, Arc::clone(scrubber), None))
             }
-            other => Err(TransportError::ContentType(
+            other => Err(TransportError::ContentType(Untrusted::new(
                 other.unwrap_or_else(|| "none".to_owned()),
-            )),
+            ))),
         }
     }
 
@@ -378,7 +375,7 @@ impl Transport {
             .delete(self.endpoint.url.expose().clone())
             .headers(headers);
         if let Ok(response) = request.send().await {
-            let _ = read_capped(response, &self.endpoint.scrubber).await;
+            let _ = read_capped(response).await;
         }
     }
 }
@@ -409,35 +406,28 @@ fn challenge_of(response: &Response) -> Option<Challenge> {
     (status == StatusCode::UNAUTHORIZED || step_up).then_some(challenge)
 }
 
-/// An authorization error with this server's secrets scrubbed from its text (a party may
-/// have quoted one back).
-fn scrubbed_auth_error(error: AuthError, scrubber: &Scrubber) -> AuthError {
-    match error {
-        AuthError::Required(e) => AuthError::Required(scrubber.scrub_owned(e)),
-        AuthError::Unreachable(e) => AuthError::Unreachable(scrubber.scrub_owned(e)),
-        AuthError::Refused(e) => AuthError::Refused(scrubber.scrub_owned(e)),
-    }
+/// A sent request's answer, or why it did not come, without the URL.
+fn sent(sent: Result<Response, reqwest::Error>) -> Result<Response, TransportError> {
+    sent.map_err(|e| TransportError::Send(describe(e)))
 }
 
-/// A sent request's answer, or why it did not come, as text without the URL.
-fn sent(
-    sent: Result<Response, reqwest::Error>,
-    scrubber: &Scrubber,
-) -> Result<Response, TransportError> {
-    // A cause may quote the server (a certificate's names) or name the host.
-    sent.map_err(|e| TransportError::Send(scrubber.scrub_owned(describe(e))))
-}
-
-/// The media type of the answer, without parameters, scrubbed: it is shown when it is not
-/// one the client reads, and a server may echo anything there. Compared ignoring case.
-fn content_type(response: &Response, scrubber: &Scrubber) -> Option<String> {
+/// The media type of the answer, without parameters, compared ignoring case. It is the
+/// server's text, shown (through [`TransportError::render`]) when it is not one the client
+/// reads.
+fn content_type(response: &Response) -> Option<String> {
     let value = response
         .headers()
         .get(header::CONTENT_TYPE)?
         .to_str()
         .ok()?;
-    let essence = value.split(';').next().unwrap_or_default().trim();
-    Some(scrubber.scrub(essence).into_owned())
+    Some(
+        value
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+    )
 }
 
 /// A JSON body with the server's secrets scrubbed. One that is not UTF-8 is not JSON either:
@@ -464,16 +454,9 @@ fn session_id_of(response: &Response) -> Result<Option<HeaderValue>, TransportEr
 }
 
 /// Reads a whole body, failing as soon as it passes the cap: `Content-Length` is not trusted.
-async fn read_capped(
-    mut response: Response,
-    scrubber: &Scrubber,
-) -> Result<Vec<u8>, TransportError> {
+async fn read_capped(mut response: Response) -> Result<Vec<u8>, TransportError> {
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| body_error(e, scrubber))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(body_error)? {
         if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
             return Err(TransportError::TooLarge {
                 limit: MAX_RESPONSE_BYTES,
@@ -484,8 +467,8 @@ async fn read_capped(
     Ok(body)
 }
 
-fn body_error(e: reqwest::Error, scrubber: &Scrubber) -> TransportError {
-    TransportError::Body(scrubber.scrub_owned(describe(e)))
+fn body_error(e: reqwest::Error) -> TransportError {
+    TransportError::Body(describe(e))
 }
 
 /// An SSE answer, read event by event, each event capped.
@@ -526,7 +509,7 @@ impl EventStream {
                 return Ok(Some(self.scrubber.scrub_owned(event.data)));
             }
             let chunk = self.response.chunk().await;
-            let Some(chunk) = chunk.map_err(|e| body_error(e, &self.scrubber))? else {
+            let Some(chunk) = chunk.map_err(body_error)? else {
                 return Ok(None);
             };
             // Events are consumed as they come, so the event cap bounds memory; an endless
@@ -548,21 +531,22 @@ impl EventStream {
 }
 
 /// Why a message did not get through or its answer could not be read. No variant holds the
-/// URL or a header value, and the server's text in one was scrubbed as it was read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// URL or a header value; what the server or another crate said is kept as [`Untrusted`] and
+/// only [`TransportError::render`] shows it.
+#[derive(Debug, Clone)]
 pub(crate) enum TransportError {
     /// The request could not be sent or its answer not received (connect, TLS, reset).
-    Send(String),
+    Send(Failure),
     /// The body broke off while it was read.
-    Body(String),
+    Body(Failure),
     /// A 3xx: refused, so no header of ours goes anywhere else.
     Redirect(u16),
     /// Any other non-2xx status.
     Status(u16),
     /// A body or stream larger than the policy allows.
     TooLarge { limit: usize },
-    /// A content type that is neither JSON nor SSE.
-    ContentType(String),
+    /// A content type that is neither JSON nor SSE: the server's words.
+    ContentType(Untrusted<String>),
     /// An SSE stream that cannot be parsed.
     Sse(SseError),
     /// An answer that breaks the transport's rules.
@@ -571,13 +555,13 @@ pub(crate) enum TransportError {
     Auth(AuthError),
 }
 
-impl fmt::Display for TransportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Send(e) => write!(f, "could not reach the server: {e}"),
-            Self::Body(e) => write!(f, "the answer broke off: {e}"),
-            Self::Redirect(status) => write!(
-                f,
+impl TransportError {
+    /// The error as it may be shown, what others said in it scrubbed by `scrubber`.
+    pub(crate) fn render(&self, scrubber: &Scrubber) -> Shown {
+        let text = match self {
+            Self::Send(e) => format!("could not reach the server: {}", e.render(scrubber)),
+            Self::Body(e) => format!("the answer broke off: {}", e.render(scrubber)),
+            Self::Redirect(status) => format!(
                 "the server answered HTTP {status} (a redirect); redirects are refused so \
                  configured headers reach only the configured server: configure the final URL"
             ),
@@ -586,46 +570,72 @@ impl fmt::Display for TransportError {
                     .ok()
                     .and_then(|s| s.canonical_reason())
                     .unwrap_or("");
-                write!(f, "the server answered HTTP {status} {reason}")?;
-                Ok(())
+                format!("the server answered HTTP {status} {reason}")
             }
-            Self::TooLarge { limit } => write!(f, "the answer is larger than {limit} bytes"),
-            Self::ContentType(kind) => write!(
-                f,
+            Self::TooLarge { limit } => format!("the answer is larger than {limit} bytes"),
+            Self::ContentType(kind) => format!(
                 "the answer's content type is {}, not application/json or text/event-stream",
-                kind.escape_default()
+                show_escaped(scrubber, kind.peek(), MAX_ERROR_CHARS)
             ),
-            Self::Sse(e) => e.fmt(f),
-            Self::Protocol(e) => f.write_str(e),
-            Self::Auth(e) => e.fmt(f),
+            Self::Sse(e) => e.to_string(),
+            Self::Protocol(e) => (*e).to_owned(),
+            Self::Auth(e) => return e.render(scrubber),
+        };
+        show(scrubber, &text, MAX_ERROR_CHARS)
+    }
+}
+
+/// A request reqwest could not complete: what failed, in the Pack's words, and the causes it
+/// gave, without the URL. The causes are other crates' words, which may name the server's
+/// host or quote its certificate, so they are kept as [`Untrusted`].
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    what: Cow<'static, str>,
+    causes: Option<Untrusted<String>>,
+}
+
+impl Failure {
+    /// A failure with no cause to quote.
+    pub(crate) fn new(what: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            what: what.into(),
+            causes: None,
+        }
+    }
+
+    /// What failed, then its causes.
+    pub(crate) fn render(&self, scrubber: &Scrubber) -> String {
+        match &self.causes {
+            None => self.what.clone().into_owned(),
+            Some(causes) => format!("{}: {}", self.what, causes.show(scrubber, MAX_ERROR_CHARS)),
         }
     }
 }
 
-/// No source: each wrapping variant prints its inner error already (a report walking the chain
-/// would print it twice), and `Send` and `Body` keep reqwest's error only as text, stripped of
-/// the URL ([`describe`]), since the error itself would carry the URL and it may hold a
-/// credential.
-impl std::error::Error for TransportError {}
-
-/// A reqwest error as text, without its URL: the error and each of its causes.
-pub(crate) fn describe(e: reqwest::Error) -> String {
+/// A reqwest error without its URL: what failed and each of its causes.
+pub(crate) fn describe(e: reqwest::Error) -> Failure {
     let e = e.without_url();
-    let mut text = if e.is_timeout() {
-        "timed out".to_owned()
+    let what = if e.is_timeout() {
+        "timed out"
     } else if e.is_connect() {
-        "connection failed".to_owned()
+        "connection failed"
     } else {
-        "request failed".to_owned()
+        "request failed"
     };
+    let mut causes = String::new();
     let mut source = e.source();
     while let Some(cause) = source {
         let cause_text = cause.to_string();
-        if !text.ends_with(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
+        if !causes.ends_with(&cause_text) {
+            if !causes.is_empty() {
+                causes.push_str(": ");
+            }
+            causes.push_str(&cause_text);
         }
         source = cause.source();
     }
-    text
+    Failure {
+        what: Cow::Borrowed(what),
+        causes: (!causes.is_empty()).then(|| Untrusted::new(causes)),
+    }
 }

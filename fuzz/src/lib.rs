@@ -166,15 +166,18 @@ pub fn jsonrpc(data: &[u8]) {
         }
     }
     for rejected in &set.rejected {
-        assert_clean(&rejected.name);
+        assert_clean(rejected.name.as_str());
+        assert_clean(rejected.reason.as_str());
     }
     if let Some(error) = message.get("error") {
         let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
         let text = error.get("message").and_then(Value::as_str).unwrap_or("");
-        assert_clean(&envelope::rpc_error_text(
+        let shown = envelope::rpc_error_text(
             code,
-            Untrusted::new(text.to_owned()),
-        ));
+            &Untrusted::new(text.to_owned()),
+            &Scrubber::default(),
+        );
+        assert_clean(shown.as_str());
     }
 }
 
@@ -204,8 +207,8 @@ pub fn tools(data: &[u8]) {
         }
     }
     for rejected in &set.rejected {
-        assert_clean(&rejected.name);
-        assert_clean(&rejected.reason);
+        assert_clean(rejected.name.as_str());
+        assert_clean(rejected.reason.as_str());
     }
 }
 
@@ -281,7 +284,9 @@ fn assert_clean_value(value: &Value) {
 fn assert_clean(text: &str) {
     let bad = text.chars().find(|&c| {
         (c.is_control() && c != '\n' && c != '\t')
-            || envelope::clean_text(&c.to_string()).is_empty()
+            || envelope::show(&Scrubber::default(), &c.to_string(), usize::MAX)
+                .as_str()
+                .is_empty()
     });
     assert!(bad.is_none(), "{bad:?} in {text:?}");
 }

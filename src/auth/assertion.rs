@@ -33,7 +33,7 @@ pub(crate) fn sign(key_pem: &Secret, client_id: &str, audience: &str) -> Result<
         .as_secs();
     let mut jti = [0u8; 16];
     aws_lc_rs::rand::fill(&mut jti)
-        .map_err(|_| AuthError::Refused("the system has no random numbers to give".to_owned()))?;
+        .map_err(|_| AuthError::refused("the system has no random numbers to give"))?;
     let header = json!({"alg": "ES256", "typ": "JWT"});
     let claims = json!({
         "iss": client_id,
@@ -50,7 +50,7 @@ pub(crate) fn sign(key_pem: &Secret, client_id: &str, audience: &str) -> Result<
     );
     let signature = key
         .sign(&SystemRandom::new(), signing_input.as_bytes())
-        .map_err(|_| AuthError::Refused("the client's private key could not sign".to_owned()))?;
+        .map_err(|_| AuthError::refused("the client's private key could not sign"))?;
     Ok(Secret::new(format!(
         "{signing_input}.{}",
         BASE64_URL_SAFE_NO_PAD.encode(signature.as_ref())
@@ -61,9 +61,8 @@ pub(crate) fn sign(key_pem: &Secret, client_id: &str, audience: &str) -> Result<
 /// key.
 fn key_pair(pem: &Secret) -> Result<EcdsaKeyPair, AuthError> {
     let refused = || {
-        AuthError::Refused(
-            "oauth.privateKey is not a PKCS#8 PEM private key of the P-256 curve (ES256)"
-                .to_owned(),
+        AuthError::refused(
+            "oauth.privateKey is not a PKCS#8 PEM private key of the P-256 curve (ES256)",
         )
     };
     let text = pem.expose();

@@ -40,6 +40,9 @@ pub(crate) struct ServerMetadata {
     pub(crate) pkce_s256: bool,
     /// DPoP with the algorithm the Pack signs with is advertised (RFC 9449 §5.1).
     pub(crate) dpop: bool,
+    /// The metadata is an OpenID provider's (`openid-configuration`), which follows OpenID
+    /// Connect Core's rules for `offline_access`.
+    pub(crate) openid: bool,
 }
 
 #[derive(Deserialize)]
@@ -91,10 +94,9 @@ pub(crate) async fn protected_resource(
         }
         let document: ResourceDocument = answer.json("the protected resource metadata")?;
         if !covers(&document.resource, server) {
-            return Err(AuthError::Refused(
+            return Err(AuthError::refused(
                 "the server's protected resource metadata names another resource \
-                 (its `resource` is not this server's URL)"
-                    .to_owned(),
+                 (its `resource` is not this server's URL)",
             ));
         }
         let issuer = document
@@ -102,9 +104,8 @@ pub(crate) async fn protected_resource(
             .into_iter()
             .next()
             .ok_or_else(|| {
-                AuthError::Refused(
-                    "the server's protected resource metadata names no authorization server"
-                        .to_owned(),
+                AuthError::refused(
+                    "the server's protected resource metadata names no authorization server",
                 )
             })?;
         return Ok(Some(ProtectedResource {
@@ -159,14 +160,14 @@ pub(crate) async fn authorization_server(
             continue;
         }
         let document: MetadataDocument = answer.json("the authorization server's metadata")?;
+        let openid = url.path().contains("/.well-known/openid-configuration");
         if document.issuer != issuer {
-            return Err(AuthError::Refused(
+            return Err(AuthError::refused(
                 "the authorization server's metadata names another issuer than the one it \
-                 was fetched for"
-                    .to_owned(),
+                 was fetched for",
             ));
         }
-        return checked_metadata(document).map(Some);
+        return checked_metadata(document, openid).map(Some);
     }
     Ok(None)
 }
@@ -195,7 +196,7 @@ fn metadata_urls(issuer: &Url) -> Vec<Url> {
     ]
 }
 
-fn checked_metadata(document: MetadataDocument) -> Result<ServerMetadata, AuthError> {
+fn checked_metadata(document: MetadataDocument, openid: bool) -> Result<ServerMetadata, AuthError> {
     let pkce_s256 = document
         .code_challenge_methods_supported
         .as_ref()
@@ -222,6 +223,7 @@ fn checked_metadata(document: MetadataDocument) -> Result<ServerMetadata, AuthEr
             .dpop_signing_alg_values_supported
             .iter()
             .any(|alg| alg == dpop::ALGORITHM),
+        openid,
     })
 }
 
@@ -253,6 +255,7 @@ pub(crate) async fn legacy_authorization_server(
         client_id_metadata_document_supported: false,
         pkce_s256: true,
         dpop: false,
+        openid: false,
     })
 }
 

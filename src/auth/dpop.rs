@@ -2,8 +2,8 @@
 //! without the key. Used when the authorization server lists ES256 among its
 //! `dpop_signing_alg_values_supported`.
 //!
-//! One P-256 key per server, made when first needed and kept in memory only, signs a fresh
-//! proof for every request: the token request (`htm`/`htu` of the token endpoint) and every
+//! One P-256 key per server, made when first needed and kept with the login in the Host's
+//! store (its PKCS#8 form, a secret the scrubbers learn), signs a fresh proof for every request: the token request (`htm`/`htu` of the token endpoint) and every
 //! request to the server (with `ath`, the token's hash). A server or authorization server that
 //! asks for a nonce (`use_dpop_nonce` with `DPoP-Nonce`) gets it in the next proofs. Built by
 //! hand for the reason `assertion` gives: a proof is a small JWT.
@@ -14,13 +14,16 @@ use aws_lc_rs::digest::{SHA256, digest};
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use base64::Engine as _;
-use base64::prelude::BASE64_URL_SAFE_NO_PAD;
+use base64::prelude::{BASE64_STANDARD, BASE64_URL_SAFE_NO_PAD};
 use reqwest::Url;
 use reqwest::header::HeaderValue;
 use serde_json::{Value, json};
 
+use zeroize::Zeroizing;
+
 use super::AuthError;
 use crate::policy::MAX_DPOP_NONCE_BYTES;
+use crate::secret::Secret;
 
 /// The algorithm the Pack signs proofs with.
 pub(crate) const ALGORITHM: &str = "ES256";
@@ -28,28 +31,45 @@ pub(crate) const ALGORITHM: &str = "ES256";
 /// One server's DPoP key.
 pub(crate) struct DpopKey {
     pair: EcdsaKeyPair,
+    /// The key in PKCS#8, base64: how a login keeps it.
+    stored: Secret,
     /// The public key as a JWK (RFC 7517), in every proof's header.
     jwk: Value,
 }
 
 impl DpopKey {
     pub(crate) fn generate() -> Result<Self, AuthError> {
-        let failed = || AuthError::Refused("no DPoP key could be made".to_owned());
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
-            .map_err(|_| failed())?;
-        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref())
-            .map_err(|_| failed())?;
+            .map_err(|_| AuthError::refused("no DPoP key could be made"))?;
+        Self::from_pkcs8(Zeroizing::new(pkcs8.as_ref().to_vec()))
+            .ok_or_else(|| AuthError::refused("no DPoP key could be made"))
+    }
+
+    /// The key a login kept ([`DpopKey::stored`]); `None` when it is not one.
+    pub(crate) fn restore(stored: &Secret) -> Option<Self> {
+        let pkcs8 = BASE64_STANDARD.decode(stored.expose()).ok()?;
+        Self::from_pkcs8(Zeroizing::new(pkcs8))
+    }
+
+    /// The key as a login keeps it: a secret, which the scrubbers must learn.
+    pub(crate) fn stored(&self) -> &Secret {
+        &self.stored
+    }
+
+    fn from_pkcs8(pkcs8: Zeroizing<Vec<u8>>) -> Option<Self> {
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8).ok()?;
+        let stored = Secret::new(BASE64_STANDARD.encode(&*pkcs8));
         // An uncompressed point: 0x04, then x and y of 32 bytes each.
         let point = pair.public_key().as_ref();
-        let (x, y) = point.get(1..33).zip(point.get(33..65)).ok_or_else(failed)?;
+        let (x, y) = point.get(1..33).zip(point.get(33..65))?;
         let jwk = json!({
             "kty": "EC",
             "crv": "P-256",
             "x": BASE64_URL_SAFE_NO_PAD.encode(x),
             "y": BASE64_URL_SAFE_NO_PAD.encode(y),
         });
-        Ok(Self { pair, jwk })
+        Some(Self { pair, stored, jwk })
     }
 
     /// A proof for one request: `method` to `url` (its query and fragment left out, as
@@ -62,7 +82,7 @@ impl DpopKey {
         token: Option<&str>,
         nonce: Option<&str>,
     ) -> Result<HeaderValue, AuthError> {
-        let failed = || AuthError::Refused("the DPoP proof could not be signed".to_owned());
+        let failed = || AuthError::refused("the DPoP proof could not be signed");
         let mut jti = [0u8; 16];
         aws_lc_rs::rand::fill(&mut jti).map_err(|_| failed())?;
         let iat = SystemTime::now()
@@ -149,6 +169,9 @@ mod tests {
         UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, key.pair.public_key().as_ref())
             .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature)
             .expect("verifies");
+        let restored = DpopKey::restore(key.stored()).expect("restored");
+        assert_eq!(restored.jwk, key.jwk, "the kept key is the same key");
+        assert!(DpopKey::restore(&Secret::new("bm90IGEga2V5".to_owned())).is_none());
         let again = key.proof("POST", &url, None, None).expect("proof");
         let again = decode(
             again

@@ -13,9 +13,8 @@ use reqwest::{Client, RequestBuilder, Url};
 use serde::de::DeserializeOwned;
 
 use super::{AuthError, dpop};
-use crate::envelope::{clean_text, truncate};
-use crate::policy::{MAX_OAUTH_QUOTED_CHARS, MAX_OAUTH_RESPONSE_BYTES, OAUTH_REQUEST_DEADLINE};
-use crate::transport::describe;
+use crate::policy::{MAX_OAUTH_RESPONSE_BYTES, OAUTH_REQUEST_DEADLINE};
+use crate::transport::{Failure, describe};
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
@@ -23,23 +22,23 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json");
 /// loopback address only; no user name or password; no fragment. `what` names it in errors
 /// (the URL is the party's, so it is not quoted).
 pub(crate) fn checked_url(text: &str, what: &'static str) -> Result<Url, AuthError> {
-    let url = Url::parse(text).map_err(|_| AuthError::Refused(format!("{what} is not a URL")))?;
+    let url = Url::parse(text).map_err(|_| AuthError::refused(format!("{what} is not a URL")))?;
     match url.scheme() {
         "https" => {}
         "http" if is_loopback(&url) => {}
         _ => {
-            return Err(AuthError::Refused(format!(
+            return Err(AuthError::refused(format!(
                 "{what} is not an https URL (plain http is allowed only to a loopback address)"
             )));
         }
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(AuthError::Refused(format!(
+        return Err(AuthError::refused(format!(
             "{what} carries a user name or password"
         )));
     }
     if url.fragment().is_some() {
-        return Err(AuthError::Refused(format!("{what} has a fragment")));
+        return Err(AuthError::refused(format!("{what} has a fragment")));
     }
     Ok(url)
 }
@@ -63,7 +62,7 @@ impl Answer {
     /// The body as `T`, if it parses.
     pub(crate) fn json<T: DeserializeOwned>(&self, what: &'static str) -> Result<T, AuthError> {
         serde_json::from_slice(&self.body)
-            .map_err(|_| AuthError::Refused(format!("{what} is not JSON of the expected shape")))
+            .map_err(|_| AuthError::refused(format!("{what} is not JSON of the expected shape")))
     }
 
     /// The OAuth error (RFC 6749 §5.2) the answer carries, if it is one.
@@ -76,18 +75,18 @@ impl Answer {
         self.oauth_error().is_some_and(|e| e.error == code)
     }
 
-    /// An error answer as a reason: its OAuth `error` code and description, quoted, or the
-    /// status alone.
+    /// An error answer as a reason: the status, then what the party said of it (its OAuth
+    /// `error` code and description), if anything.
     pub(crate) fn failure(&self, what: &'static str) -> AuthError {
-        let quoted = match self.oauth_error() {
+        let words = format!("{what} answered HTTP {}", self.status);
+        match self.oauth_error() {
             Some(OAuthError {
                 error,
                 error_description: Some(description),
-            }) => format!(" ({})", quote(&format!("{error}: {description}"))),
-            Some(OAuthError { error, .. }) => format!(" ({})", quote(&error)),
-            None => String::new(),
-        };
-        AuthError::Refused(format!("{what} answered HTTP {}{quoted}", self.status))
+            }) => AuthError::refused_saying(words, format!("{error}: {description}")),
+            Some(OAuthError { error, .. }) => AuthError::refused_saying(words, error),
+            None => AuthError::refused(words),
+        }
     }
 }
 
@@ -96,12 +95,6 @@ struct OAuthError {
     error: String,
     #[serde(default)]
     error_description: Option<String>,
-}
-
-/// A party's text as a reason may quote it: cleaned by the envelope and cut at
-/// [`MAX_OAUTH_QUOTED_CHARS`].
-pub(crate) fn quote(text: &str) -> String {
-    truncate(clean_text(text), MAX_OAUTH_QUOTED_CHARS)
 }
 
 /// GETs `url` expecting JSON.
@@ -140,7 +133,7 @@ async fn send(request: RequestBuilder) -> Result<Answer, AuthError> {
         let status = response.status();
         let dpop_nonce = dpop::nonce(response.headers().get("dpop-nonce"));
         if status.is_redirection() {
-            return Err(AuthError::Refused(format!(
+            return Err(AuthError::refused(format!(
                 "an authorization request was answered with a redirect (HTTP {}), which is not followed",
                 status.as_u16()
             )));
@@ -152,7 +145,7 @@ async fn send(request: RequestBuilder) -> Result<Answer, AuthError> {
             .map_err(|e| AuthError::Unreachable(describe(e)))?
         {
             if body.len() + chunk.len() > MAX_OAUTH_RESPONSE_BYTES {
-                return Err(AuthError::Refused(format!(
+                return Err(AuthError::refused(format!(
                     "an authorization answer is larger than {MAX_OAUTH_RESPONSE_BYTES} bytes"
                 )));
             }
@@ -167,28 +160,16 @@ async fn send(request: RequestBuilder) -> Result<Answer, AuthError> {
     tokio::time::timeout(OAUTH_REQUEST_DEADLINE, exchange)
         .await
         .unwrap_or_else(|_| {
-            Err(AuthError::Unreachable(format!(
+            Err(AuthError::Unreachable(Failure::new(format!(
                 "an authorization request took longer than {} s",
                 OAUTH_REQUEST_DEADLINE.as_secs()
-            )))
+            ))))
         })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_quote_is_cleaned_and_kept_up_to_its_limit_and_cut_past_it() {
-        let at = "q".repeat(MAX_OAUTH_QUOTED_CHARS);
-        assert_eq!(quote(&at), at);
-        let past = quote(&"q".repeat(MAX_OAUTH_QUOTED_CHARS + 1));
-        assert!(
-            past.starts_with(&at) && past.ends_with("[... 1 characters cut]"),
-            "{past}"
-        );
-        assert_eq!(quote("a\u{1b}[31mb\u{202e}c"), "abc");
-    }
 
     #[test]
     fn urls_must_be_https_or_loopback_http_without_userinfo_or_fragment() {

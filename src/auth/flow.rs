@@ -16,12 +16,14 @@ use tokio::time::Instant;
 use zeroize::Zeroizing;
 
 use super::AuthError;
+use super::OFFLINE_ACCESS;
 use super::assertion;
 use super::discovery::ServerMetadata;
 use super::dpop::DpopKey;
 use super::fetch;
 use super::registration::{ClientIdentity, Method};
-use crate::secret::Secret;
+use crate::policy::refresh_ahead;
+use crate::secret::{Scrubber, Secret};
 
 /// What application/x-www-form-urlencoded leaves as it is (RFC 6749 §2.3.1 encodes the
 /// client's id and secret so before they are joined for `Basic`).
@@ -38,17 +40,27 @@ pub(crate) struct Pending {
     verifier: Secret,
 }
 
+impl Pending {
+    /// The secrets the request made, for the scrubbers to learn at once: a party that quotes
+    /// its `state` or the verifier back must not get them shown.
+    pub(crate) fn secrets(&self) -> [Secret; 2] {
+        [self.state.clone(), self.verifier.clone()]
+    }
+}
+
 /// Random bytes as base64url: PKCE verifiers (32 bytes give the 43 characters RFC 7636 asks
 /// for at least) and `state`.
 fn random(bytes: usize) -> Result<Secret, AuthError> {
     let mut buffer = Zeroizing::new(vec![0u8; bytes]);
     SystemRandom::new()
         .fill(&mut buffer)
-        .map_err(|_| AuthError::Refused("the system has no random numbers to give".to_owned()))?;
+        .map_err(|_| AuthError::refused("the system has no random numbers to give"))?;
     Ok(Secret::new(BASE64_URL_SAFE_NO_PAD.encode(&*buffer)))
 }
 
-/// The authorization request: PKCE S256, `state`, the `resource` (RFC 8707) and the scopes.
+/// The authorization request: PKCE S256, `state`, the `resource` (RFC 8707) and the scopes;
+/// `prompt=consent` when it asks an OpenID provider for `offline_access`, which OpenID
+/// Connect Core §11 says it must, or the provider grants no refresh token.
 pub(crate) fn request(
     metadata: &ServerMetadata,
     client: &ClientIdentity,
@@ -58,10 +70,9 @@ pub(crate) fn request(
 ) -> Result<Pending, AuthError> {
     // The specification: a client must refuse to go on without S256 in the metadata.
     if !metadata.pkce_s256 {
-        return Err(AuthError::Refused(
+        return Err(AuthError::refused(
             "the authorization server does not advertise PKCE with S256 \
-             (code_challenge_methods_supported), which the MCP specification requires"
-                .to_owned(),
+             (code_challenge_methods_supported), which the MCP specification requires",
         ));
     }
     let verifier = random(32)?;
@@ -81,6 +92,9 @@ pub(crate) fn request(
         if !scopes.is_empty() {
             query.append_pair("scope", &scopes.join(" "));
         }
+        if metadata.openid && scopes.iter().any(|s| s == OFFLINE_ACCESS) {
+            query.append_pair("prompt", "consent");
+        }
     }
     Ok(Pending {
         url,
@@ -99,23 +113,21 @@ pub(crate) fn code(
 ) -> Result<Secret, AuthError> {
     let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v);
     if param("state").map(String::as_str) != Some(pending.state.expose()) {
-        return Err(AuthError::Refused(
-            "the authorization answer does not carry this request's state".to_owned(),
+        return Err(AuthError::refused(
+            "the authorization answer does not carry this request's state",
         ));
     }
     match param("iss") {
         Some(iss) if *iss != metadata.issuer => {
-            return Err(AuthError::Refused(
+            return Err(AuthError::refused(
                 "the authorization answer names another issuer (iss) than the authorization \
-                 server asked"
-                    .to_owned(),
+                 server asked",
             ));
         }
         None if metadata.iss_parameter_supported => {
-            return Err(AuthError::Refused(
+            return Err(AuthError::refused(
                 "the authorization answer lacks the iss parameter its authorization server \
-                 promises"
-                    .to_owned(),
+                 promises",
             ));
         }
         _ => {}
@@ -124,14 +136,14 @@ pub(crate) fn code(
         let description = param("error_description")
             .map(|d| format!(": {d}"))
             .unwrap_or_default();
-        let text = fetch::quote(&format!("{error}{description}"));
-        return Err(AuthError::Refused(format!(
-            "the authorization was not granted ({text})"
-        )));
+        return Err(AuthError::refused_saying(
+            "the authorization was not granted",
+            format!("{error}{description}"),
+        ));
     }
     param("code")
         .map(|code| Secret::new(code.clone()))
-        .ok_or_else(|| AuthError::Refused("the authorization answer carries no code".to_owned()))
+        .ok_or_else(|| AuthError::refused("the authorization answer carries no code"))
 }
 
 /// Tokens for one server, from one authorization server.
@@ -142,6 +154,8 @@ pub(crate) struct Tokens {
     pub(crate) bound: bool,
     pub(crate) refresh: Option<Secret>,
     pub(crate) expires_at: Option<Instant>,
+    /// When to refresh it: [`refresh_ahead`] of its lifetime before it expires.
+    pub(crate) refresh_at: Option<Instant>,
 }
 
 /// The `Basic` credential of a client with a secret (RFC 6749 §2.3.1: each part
@@ -217,13 +231,10 @@ pub(crate) async fn tokens(
         .unwrap_or_default();
     match client.method {
         Method::Basic => {
-            let credential = basic_credential(client).ok_or_else(|| {
-                AuthError::Refused("the client credentials cannot be sent".to_owned())
-            })?;
+            let credential = basic_credential(client)
+                .ok_or_else(|| AuthError::refused("the client credentials cannot be sent"))?;
             let mut value = HeaderValue::from_str(&format!("Basic {}", credential.expose()))
-                .map_err(|_| {
-                    AuthError::Refused("the client credentials cannot be sent".to_owned())
-                })?;
+                .map_err(|_| AuthError::refused("the client credentials cannot be sent"))?;
             value.set_sensitive(true);
             request = request.header(AUTHORIZATION, value);
         }
@@ -244,7 +255,7 @@ pub(crate) async fn tokens(
     let answer = loop {
         let mut attempt = request
             .try_clone()
-            .ok_or_else(|| AuthError::Refused("the token request cannot be sent".to_owned()))?;
+            .ok_or_else(|| AuthError::refused("the token request cannot be sent"))?;
         if let Some(key) = dpop {
             let proof = key.proof("POST", &metadata.token_endpoint, None, nonce.as_deref())?;
             attempt = attempt.header("dpop", proof);
@@ -263,7 +274,13 @@ pub(crate) async fn tokens(
         break answer;
     };
     if answer.status != 200 {
-        return Err(answer.failure("the token request"));
+        // A party may quote the assertion it was sent: good for minutes, it is no secret the
+        // scrubbers keep, so it is scrubbed here (the rest of the form they know already).
+        let failure = answer.failure("the token request");
+        return Err(match &assertion {
+            Some(assertion) => failure.scrubbed_by(&Scrubber::new([assertion.clone()])),
+            None => failure,
+        });
     }
     #[derive(Deserialize)]
     struct TokenAnswer {
@@ -279,19 +296,19 @@ pub(crate) async fn tokens(
     let refresh = answer.refresh_token.map(Secret::new);
     let bound = dpop.is_some() && answer.token_type.eq_ignore_ascii_case("dpop");
     if !bound && !answer.token_type.eq_ignore_ascii_case("bearer") {
-        return Err(AuthError::Refused(format!(
-            "the token is of type {}, not Bearer{}",
-            fetch::quote(&answer.token_type),
-            if dpop.is_some() { " or DPoP" } else { "" }
-        )));
+        let words = match dpop {
+            Some(_) => "the token is of neither type Bearer nor DPoP",
+            None => "the token is not of type Bearer",
+        };
+        return Err(AuthError::refused_saying(words, answer.token_type));
     }
     let sendable = access
         .expose()
         .bytes()
         .all(|b| b.is_ascii_graphic() && b != b',');
     if access.expose().is_empty() || !sendable {
-        return Err(AuthError::Refused(
-            "the access token cannot be sent in a header".to_owned(),
+        return Err(AuthError::refused(
+            "the access token cannot be sent in a header",
         ));
     }
     let refresh = refresh.or_else(|| match grant {
@@ -299,13 +316,16 @@ pub(crate) async fn tokens(
         Grant::Refresh(kept) => Some(kept.clone()),
         Grant::Code { .. } | Grant::ClientCredentials(_) => None,
     });
+    let now = Instant::now();
+    let lifetime = answer
+        .expires_in
+        .map(|secs| Duration::from_secs(secs.min(u64::from(u32::MAX))));
     Ok(Tokens {
         access,
         bound,
         refresh,
-        expires_at: answer
-            .expires_in
-            .map(|secs| Instant::now() + Duration::from_secs(secs.min(u64::from(u32::MAX)))),
+        expires_at: lifetime.map(|lifetime| now + lifetime),
+        refresh_at: lifetime.map(|lifetime| now + lifetime - refresh_ahead(lifetime)),
     })
 }
 
@@ -326,6 +346,7 @@ mod tests {
             client_id_metadata_document_supported: false,
             pkce_s256: true,
             dpop: false,
+            openid: false,
         }
     }
 
@@ -390,7 +411,9 @@ mod tests {
         let lax = metadata(false);
         let pending = new_request(&strict);
         let outcome = |metadata: &ServerMetadata, params: &[(String, String)]| {
-            code(&pending, metadata, params).map(|code| code.expose().to_owned())
+            code(&pending, metadata, params)
+                .map(|code| code.expose().to_owned())
+                .map_err(|e| e.to_string())
         };
         let ok = answer(&pending, &[("iss", "https://as.example"), ("code", "c1")]);
         assert_eq!(outcome(&strict, &ok).as_deref(), Ok("c1"));
@@ -417,7 +440,6 @@ mod tests {
         assert!(
             outcome(&lax, &forged)
                 .expect_err("refused")
-                .to_string()
                 .contains("state")
         );
         assert!(outcome(&lax, &[("code".to_owned(), "c".to_owned())]).is_err());

@@ -67,11 +67,10 @@ pub(crate) async fn identify(
         });
     }
     let Some(endpoint) = &metadata.registration_endpoint else {
-        return Err(AuthError::Refused(
+        return Err(AuthError::refused(
             "the authorization server offers no way to register this client (no \
              registration_endpoint, no client metadata documents): configure a client id \
-             under oauth.clientId"
-                .to_owned(),
+             under oauth.clientId",
         ));
     };
     // A loopback redirect is a native application's (RFC 8252); the specification asks for

@@ -20,10 +20,13 @@ use serde_json::value::RawValue;
 use super::tool_check::{check_tool, reject};
 use super::{CheckedTool, Rejected, ToolSet, Untrusted};
 use crate::policy::{MAX_REJECTED_KEPT, MAX_TOOLS_LIST_BYTES, MAX_TOOLS_PER_SERVER};
+use crate::secret::Scrubber;
 
 /// The tools of one server so far, page after page.
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
+    /// Scrubs what the tools show of the server's text, before it is cleaned and cut.
+    scrubber: Arc<Scrubber>,
     tools: BTreeMap<String, Arc<CheckedTool>>,
     rejected: Vec<Rejected>,
     /// Dropped tools past [`MAX_REJECTED_KEPT`]: counted, not kept.
@@ -33,6 +36,13 @@ pub(crate) struct Catalog {
 }
 
 impl Catalog {
+    pub(crate) fn new(scrubber: Arc<Scrubber>) -> Self {
+        Self {
+            scrubber,
+            ..Self::default()
+        }
+    }
+
     /// Checks one page's tools and returns its `nextCursor`; an error when the pages
     /// together pass [`MAX_TOOLS_LIST_BYTES`].
     pub(crate) fn add_page(
@@ -55,10 +65,8 @@ impl Catalog {
             tools.deserialize_seq(EachTool(self)).is_ok()
         });
         if !listed {
-            self.reject(Rejected {
-                name: String::new(),
-                reason: "a tools/list page has no tools array".to_owned(),
-            });
+            let dropped = reject(&self.scrubber, "", "a tools/list page has no tools array");
+            self.reject(dropped);
         }
         // An empty cursor is how some servers say "no more"; it cannot mean a page.
         Ok(page.next_cursor.0.filter(|cursor| !cursor.is_empty()))
@@ -80,20 +88,30 @@ impl Catalog {
         let tool = match serde_json::from_str::<Object<ListedTool>>(tool.get()) {
             Ok(Object(tool)) => tool,
             Err(_) if tool.get().starts_with('{') => {
-                return self.reject(reject("", "a tool that gives a field twice"));
+                return self.reject(reject(
+                    &self.scrubber,
+                    "",
+                    "a tool that gives a field twice",
+                ));
             }
-            Err(_) => return self.reject(reject("", "a tool that is not an object")),
+            Err(_) => {
+                return self.reject(reject(&self.scrubber, "", "a tool that is not an object"));
+            }
         };
         if self.tools.len() >= MAX_TOOLS_PER_SERVER {
             let name = tool.name.0.unwrap_or_default();
             let reason = format!("past the {MAX_TOOLS_PER_SERVER} tools a server may list");
-            return self.reject(reject(&name, &reason));
+            return self.reject(reject(&self.scrubber, &name, &reason));
         }
-        match check_tool(tool) {
-            Ok(tool) if self.tools.contains_key(&tool.name) => self.reject(Rejected {
-                name: tool.name,
-                reason: "a second tool with the same name".to_owned(),
-            }),
+        match check_tool(tool, &self.scrubber) {
+            Ok(tool) if self.tools.contains_key(&tool.name) => {
+                let dropped = reject(
+                    &self.scrubber,
+                    &tool.name,
+                    "a second tool with the same name",
+                );
+                self.reject(dropped);
+            }
             Ok(tool) => {
                 self.tools.insert(tool.name.clone(), Arc::new(tool));
             }

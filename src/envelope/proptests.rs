@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::tests;
+use super::text::clean_text;
 use super::*;
 use crate::policy::MAX_TOOL_NAME_CHARS;
 use std::sync::Arc;
@@ -277,7 +278,7 @@ proptest! {
             assert_clean(&tool.description)?;
         }
         for rejected in &set.rejected {
-            assert_clean(&rejected.name)?;
+            assert_clean(rejected.name.as_str())?;
         }
     }
 }

@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
-use super::text::{clean_owned, clean_text, truncate};
-use super::{CheckedTool, Untrusted};
-use crate::policy::{MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS};
+use super::{CheckedTool, Shown, Untrusted, show, show_joined};
+use crate::policy::{MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_RESULT_CHARS};
+use crate::secret::Scrubber;
 
 /// What a `tools/call` result becomes for a model.
 pub(crate) enum Outcome {
@@ -27,11 +27,7 @@ pub(crate) fn convert_now(result: Untrusted<Value>, tool: &CheckedTool) -> Outco
         Some(Value::Array(blocks)) => std::mem::take(blocks),
         _ => Vec::new(),
     };
-    // Each piece is cleaned on its own, so an escape left open in one cannot swallow the next.
-    let pieces: Vec<String> = blocks
-        .into_iter()
-        .map(|block| clean_owned(block_text(block)))
-        .collect();
+    let mut pieces: Vec<String> = blocks.into_iter().map(block_text).collect();
     let structured = result.get("structuredContent");
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
     if let (false, Some(structured)) = (is_error, structured)
@@ -39,12 +35,10 @@ pub(crate) fn convert_now(result: Untrusted<Value>, tool: &CheckedTool) -> Outco
     {
         return Outcome::ToolFailed(why);
     }
-    let text = match (pieces.len(), structured) {
-        (0, Some(structured)) => clean_owned(structured.to_string()),
-        (1, _) => pieces.into_iter().collect(), // the one piece itself, not a copy
-        _ => pieces.join("\n\n"),
-    };
-    let text = truncate(text, MAX_RESULT_CHARS);
+    if let (true, Some(structured)) = (pieces.is_empty(), structured) {
+        pieces.push(structured.to_string());
+    }
+    let text = show_joined(&tool.scrubber, pieces, "\n\n", MAX_RESULT_CHARS).into_string();
     if is_error {
         Outcome::ToolFailed(text)
     } else {
@@ -87,8 +81,12 @@ fn block_text(mut block: Value) -> String {
     }
 }
 
-/// The text of a JSON-RPC error a server answered with.
-pub(crate) fn rpc_error_text(code: i64, message: Untrusted<String>) -> String {
-    let message = truncate(clean_text(&message.0), MAX_DESCRIPTION_CHARS);
-    format!("the server answered with error {code}: {message}")
+/// The text of a JSON-RPC error a server answered with, its message scrubbed by `scrubber`.
+pub(crate) fn rpc_error_text(code: i64, message: &Untrusted<String>, scrubber: &Scrubber) -> Shown {
+    let message = message.show(scrubber, MAX_DESCRIPTION_CHARS);
+    show(
+        scrubber,
+        &format!("the server answered with error {code}: {message}"),
+        MAX_ERROR_CHARS,
+    )
 }

@@ -6,12 +6,14 @@ use icu_properties::props::{
 use icu_properties::{CodePointMapData, CodePointSetData};
 use serde_json::{Value, json};
 
+use super::text::clean_text;
 use super::tool_check::{violation, within_budget};
 use super::*;
 use crate::policy::{
     MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
     MAX_TOOL_NAME_CHARS, MAX_VALIDATION_WORK, MAX_VIOLATION_CHARS,
 };
+use crate::secret::Scrubber;
 
 pub(super) fn tool(extra: Value) -> Value {
     let mut tool = json!({"name": "t", "inputSchema": {"type": "object"}});
@@ -40,7 +42,7 @@ pub(super) fn check_pages(pages: Vec<Value>) -> ToolSet {
 fn reason_for(tool: Value) -> String {
     let set = checked(vec![tool]);
     assert!(set.tools.is_empty(), "accepted");
-    set.rejected[0].reason.clone()
+    set.rejected[0].reason.to_string()
 }
 
 /// A schema whose JSON nesting depth is exactly `depth`.
@@ -453,16 +455,23 @@ fn a_check_runs_in_place_up_to_the_inline_limit_and_on_the_pool_past_it() {
 
 #[test]
 fn a_violation_is_cleaned_and_cut_at_its_cap() {
-    assert_eq!(violation("", "m"), "/: m");
+    assert_eq!(violation(&Scrubber::default(), "", "m"), "/: m");
     assert_eq!(
-        violation("/\u{1b}]52;c;eA==\u{7}k\u{202e}", "\u{1b}[2Jm"),
+        violation(
+            &Scrubber::default(),
+            "/\u{1b}]52;c;eA==\u{7}k\u{202e}",
+            "\u{1b}[2Jm"
+        ),
         "/k: m"
     );
     let fits = "m".repeat(MAX_VIOLATION_CHARS - 4);
-    assert_eq!(violation("/a", &fits), format!("/a: {fits}"));
+    assert_eq!(
+        violation(&Scrubber::default(), "/a", &fits),
+        format!("/a: {fits}")
+    );
     let over = format!("{fits}m");
     assert_eq!(
-        violation("/a", &over),
+        violation(&Scrubber::default(), "/a", &over),
         format!("/a: {fits}\n[... 1 characters cut]")
     );
 }

@@ -18,12 +18,14 @@ use serde_json::{Map, Value};
 
 use super::catalog::{Hints, ListedTool, Object};
 use super::param_headers::ParamHeaders;
-use super::text::{clean_owned, clean_value, log_safe, truncate};
-use super::{chars, expansion};
+use super::text::{clean_value, log_safe, truncate};
+use super::{Shown, chars, expansion, show, show_escaped, show_owned};
 use crate::policy::{
-    MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, MAX_TITLE_CHARS,
-    MAX_TOOL_NAME_CHARS, MAX_VALIDATION_WORK, MAX_VIOLATION_CHARS, MAX_VIOLATIONS_IN_ERROR,
+    MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
+    MAX_TITLE_CHARS, MAX_TOOL_NAME_CHARS, MAX_VALIDATION_WORK, MAX_VIOLATION_CHARS,
+    MAX_VIOLATIONS_IN_ERROR,
 };
+use crate::secret::Scrubber;
 
 /// One server's tools after the envelope: what the listing shows and calls dispatch to.
 #[derive(Debug)]
@@ -64,16 +66,24 @@ pub(crate) struct CheckedTool {
     /// Compiled on first use: listing 10,000 tools compiles nothing.
     pub(super) input_validator: OnceLock<Option<Validator>>,
     pub(super) output_validator: OnceLock<Option<Validator>>,
+    /// The Pack's scrubber, for what its checks and results show of the server's text.
+    pub(super) scrubber: Arc<Scrubber>,
 }
 
 /// A tool the envelope dropped, as the listing shows it.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Rejected {
-    pub(crate) name: String,
-    pub(crate) reason: String,
+    pub(crate) name: Shown,
+    pub(crate) reason: Shown,
 }
 
-pub(super) fn check_tool(tool: ListedTool) -> Result<CheckedTool, Rejected> {
+/// Accepts `tool` or says why not. What of it is shown (description, title, a rejected name)
+/// is scrubbed by `scrubber` before it is cleaned and cut.
+pub(super) fn check_tool(
+    tool: ListedTool,
+    scrubber: &Arc<Scrubber>,
+) -> Result<CheckedTool, Rejected> {
+    let reject = |name: &str, reason: &str| reject(scrubber, name, reason);
     let Some(name) = tool.name.0 else {
         return Err(reject("", "a tool without a string name"));
     };
@@ -99,19 +109,22 @@ pub(super) fn check_tool(tool: ListedTool) -> Result<CheckedTool, Rejected> {
         Some(Object(annotations)) => (annotations.hints(), annotations.title.0),
         None => (None, None),
     };
-    let shown = |text: String| Some(clean_owned(text)).filter(|t| !t.trim().is_empty());
-    let title = [tool.title.0, annotations_title]
-        .into_iter()
-        .flatten()
-        .find_map(shown);
+    // A text empty once cleaned counts as absent; each is scrubbed before it is cut.
+    let shown = |text: String, max: usize| {
+        Some(show_owned(scrubber, text, max).into_string()).filter(|t| !t.trim().is_empty())
+    };
+    let titles = [tool.title.0, annotations_title].into_iter().flatten();
+    let title = titles.clone().find_map(|t| shown(t, MAX_TITLE_CHARS));
     let description = tool
         .description
         .0
-        .and_then(shown)
-        .or_else(|| title.clone())
+        .and_then(|d| shown(d, MAX_DESCRIPTION_CHARS))
+        .or_else(|| {
+            titles
+                .into_iter()
+                .find_map(|t| shown(t, MAX_DESCRIPTION_CHARS))
+        })
         .unwrap_or_else(|| name.clone());
-    let description = truncate(description, MAX_DESCRIPTION_CHARS);
-    let title = title.map(|title| truncate(title, MAX_TITLE_CHARS));
     let input_schema = tool.input_schema.0.unwrap_or(Value::Null);
     let input_expansion =
         check_schema(&input_schema).map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
@@ -142,17 +155,16 @@ pub(super) fn check_tool(tool: ListedTool) -> Result<CheckedTool, Rejected> {
         param_headers,
         input_validator: OnceLock::new(),
         output_validator: OnceLock::new(),
+        scrubber: Arc::clone(scrubber),
     })
 }
 
-pub(super) fn reject(name: &str, reason: &str) -> Rejected {
-    let mut shown: String = name.escape_default().to_string();
-    if shown.chars().count() > MAX_TOOL_NAME_CHARS {
-        shown = truncate(shown, MAX_TOOL_NAME_CHARS);
-    }
+/// A dropped tool: its name escaped (so a reader tells it from every other) and cut, and the
+/// reason, which may quote the tool's schema; both scrubbed first.
+pub(super) fn reject(scrubber: &Scrubber, name: &str, reason: &str) -> Rejected {
     Rejected {
-        name: shown,
-        reason: reason.to_owned(),
+        name: show_escaped(scrubber, name, MAX_TOOL_NAME_CHARS),
+        reason: show(scrubber, reason, MAX_ERROR_CHARS),
     }
 }
 
@@ -240,7 +252,13 @@ impl CheckedTool {
         let violations: Vec<String> = validator
             .iter_errors(arguments)
             .take(MAX_VIOLATIONS_IN_ERROR)
-            .map(|e| violation(&e.instance_path().to_string(), &e.to_string()))
+            .map(|e| {
+                violation(
+                    &self.scrubber,
+                    &e.instance_path().to_string(),
+                    &e.to_string(),
+                )
+            })
             .collect();
         if violations.is_empty() {
             return Ok(());
@@ -275,7 +293,11 @@ impl CheckedTool {
             None => Ok(()),
             Some(e) => Err(format!(
                 "the result's structuredContent does not match the tool's outputSchema at {}",
-                violation(&e.instance_path().to_string(), &e.masked().to_string())
+                violation(
+                    &self.scrubber,
+                    &e.instance_path().to_string(),
+                    &e.masked().to_string()
+                )
             )),
         }
     }
@@ -304,10 +326,7 @@ pub(super) fn within_budget(instance: &Value, expansion: u64) -> Result<(), u64>
 
 /// One schema violation as a model reads it. The instance path can hold a server's keys and
 /// the message its schema's words, so both are cleaned and capped like a result.
-pub(super) fn violation(pointer: &str, message: &str) -> String {
+pub(super) fn violation(scrubber: &Scrubber, pointer: &str, message: &str) -> String {
     let path = if pointer.is_empty() { "/" } else { pointer };
-    truncate(
-        clean_owned(format!("{path}: {message}")),
-        MAX_VIOLATION_CHARS,
-    )
+    show_owned(scrubber, format!("{path}: {message}"), MAX_VIOLATION_CHARS).into_string()
 }

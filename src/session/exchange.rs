@@ -2,6 +2,7 @@
 //! JSON body or an SSE stream. What differs by era is what a stream may do on the way, so the
 //! caller says which [`Wire`] it speaks.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use reqwest::header::HeaderValue;
@@ -37,14 +38,17 @@ pub(super) enum Wire {
 pub(super) struct Link {
     pub(super) transport: Transport,
     pub(super) runtime: Handle,
+    /// The Pack's scrubber, for the texts made of what the server says.
+    pub(super) scrubber: Arc<Scrubber>,
     next_id: AtomicU64,
 }
 
 impl Link {
-    pub(super) fn new(transport: Transport, runtime: Handle) -> Self {
+    pub(super) fn new(transport: Transport, runtime: Handle, scrubber: Arc<Scrubber>) -> Self {
         Self {
             transport,
             runtime,
+            scrubber,
             next_id: AtomicU64::new(0),
         }
     }
@@ -117,7 +121,7 @@ impl Link {
                 };
                 if let Incoming::Notification { method, params } = &message {
                     if let Some(reporter) = reporter.as_deref_mut() {
-                        reporter.notice(method, *params, self.transport.scrubber());
+                        reporter.notice(method, *params, &self.scrubber);
                     }
                     continue;
                 }
@@ -168,17 +172,15 @@ impl Link {
     async fn answer_server_request(&self, id: &RawValue, method: &str, outgoing: &Outgoing<'_>) {
         let answer = to_bytes(&Response::to_server_request(id, method));
         if let Err(e) = self.transport.send(answer, &outgoing.session).await {
-            // The error was scrubbed as it was read; scrubbed again here, so no change to how
-            // it was built can let a secret into the log, then escaped.
-            let error = self.transport.scrubber().scrub_owned(e.to_string());
-            tracing::debug!(error = %envelope::log_safe(&error), "could not answer a server request");
+            let error = e.render(&self.scrubber);
+            tracing::debug!(error = %error.line(), "could not answer a server request");
         }
     }
 }
 
 /// Hands a request's progress notices to the Host: only those under its token, only while
-/// they grow (the specification's rule, which a server may break), each message cleaned,
-/// scrubbed and capped.
+/// they grow (the specification's rule, which a server may break), each message scrubbed,
+/// cleaned and capped.
 struct Reporter<'a> {
     token: u64,
     sink: &'a ProgressSink,
@@ -215,10 +217,10 @@ impl<'a> Reporter<'a> {
             return;
         }
         self.last = Some(notice.progress);
-        let message = notice.message.0.map(|m| {
-            let cleaned = scrubber.scrub_owned(envelope::clean_text(&m));
-            envelope::truncate(cleaned, MAX_PROGRESS_MESSAGE_CHARS)
-        });
+        let message = notice
+            .message
+            .0
+            .map(|m| envelope::show_owned(scrubber, m, MAX_PROGRESS_MESSAGE_CHARS).into_string());
         (self.sink)(Progress {
             progress: notice.progress,
             total: notice.total.0,

@@ -1,103 +1,22 @@
-//! OAuth through `install`: a server behind an authorization server of the hostile test
-//! server's making (both on one loopback port), and an authorizer that plays the user's
-//! browser. Each test bends one thing the authorization server or the server says, and checks
-//! what the Pack does: refuses before any user is asked, never sends a code, never follows a
-//! redirect, never lets a token or a configured header go where it must not.
+//! The flow itself: refused before any user is asked, no code sent, no redirect followed, no
+//! token or configured header where it must not go, refreshes, the Host's store.
 
-mod support;
-
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::Url;
 use runvil_plugin::{
-    AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, BoxFuture, CREDENTIAL_STORE,
-    CredentialStore, Services,
+    AUTHORIZATION_HINT, AUTHORIZER, Authorizer, CREDENTIAL_STORE, CredentialStore, Services,
 };
-use serde_json::{Value, json};
-use support::hostile::{Hostile, Request, Script, Step};
-use support::oauth::{Answer, Bend, CODE, TOKEN, World, answer, json_answer};
+use serde_json::json;
 
-const SETTLE: Duration = Duration::from_secs(20);
-/// The largest answer the Pack reads from an authorization server (policy).
-const MAX_OAUTH_RESPONSE_BYTES: usize = 64 * 1024;
-
-/// The user's browser: approves at once, answering with the code, the request's `state`, and
-/// `iss` (the issuer the request was sent to, unless the test says otherwise).
-#[derive(Default)]
-struct Browser {
-    asked: Mutex<Vec<String>>,
-    iss: Option<&'static str>,
-}
-
-impl Authorizer for Browser {
-    fn redirect_uri(&self) -> String {
-        "http://127.0.0.1:9/callback".to_owned()
-    }
-
-    fn authorize(
-        &self,
-        request: AuthorizationRequest,
-    ) -> BoxFuture<'_, Result<Vec<(String, String)>, String>> {
-        self.asked.lock().expect("asked").push(request.url.clone());
-        Box::pin(async move {
-            let url = Url::parse(&request.url).map_err(|e| e.to_string())?;
-            let param = |name: &str| {
-                url.query_pairs()
-                    .find(|(k, _)| k == name)
-                    .map(|(_, v)| v.into_owned())
-                    .unwrap_or_default()
-            };
-            let host = url.host_str().unwrap_or_default();
-            let issuer = match url.port() {
-                Some(port) => format!("http://{host}:{port}/as"),
-                None => format!("http://{host}/as"),
-            };
-            Ok(vec![
-                ("code".to_owned(), CODE.to_owned()),
-                ("state".to_owned(), param("state")),
-                ("iss".to_owned(), self.iss.map_or(issuer, str::to_owned)),
-            ])
-        })
-    }
-}
-
-struct Setup {
-    server: Hostile,
-    browser: Arc<Browser>,
-    pack: Arc<dyn runvil_plugin::Pack>,
-}
-
-async fn setup(world: World, browser: Browser, entry: Value) -> Setup {
-    let server = Hostile::start(world.handler()).await;
-    let browser = Arc::new(browser);
-    let mut services = Services::new();
-    let authorizer: Arc<dyn Authorizer> = browser.clone();
-    services.insert(AUTHORIZER, authorizer);
-    let mut entry = entry;
-    entry["url"] = json!(format!("{}", server.url));
-    let pack = support::pack_with(json!({ "s": entry }), services).expect("pack");
-    Setup {
-        server,
-        browser,
-        pack,
-    }
-}
-
-/// [`setup`] with the browser that approves at once and a bare entry.
-async fn plain(world: World) -> Setup {
-    setup(world, Browser::default(), json!({})).await
-}
-
-fn requests_to(server: &Hostile, path: &str) -> Vec<Request> {
-    server
-        .requests()
-        .into_iter()
-        .filter(|r| r.target.starts_with(path))
-        .collect()
-}
+use crate::support;
+use crate::support::hostile::{Hostile, Request, Script, Step};
+use crate::support::oauth::{Answer, Bend, CODE, TOKEN, World, answer, json_answer};
+use crate::{
+    Browser, MAX_OAUTH_RESPONSE_BYTES, Memory, SETTLE, Setup, grants, plain, requests_to, setup,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_behind_oauth_is_reached_and_its_token_never_shown() {
@@ -374,18 +293,10 @@ fn assert_one_login_then_a_refresh(setup: &Setup) {
     );
 }
 
-/// The grant of each token request, in order.
-fn grants(server: &Hostile) -> Vec<String> {
-    requests_to(server, "/as/token")
-        .iter()
-        .map(|r| r.text.split('&').next().unwrap_or_default().to_owned())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
-    // The first token lives 30 s, under the minute before expiry at which the Pack refreshes.
-    // The server would take it, so only a refresh before sending explains a refresh grant.
+    // The first token lives 2 s: it is refreshed with a tenth of that left. The server would
+    // take it all the while, so only a refresh before sending explains a refresh grant.
     let world = World {
         token: Some(|r: &Request| {
             let body = if r.text.contains("grant_type=refresh_token") {
@@ -397,7 +308,7 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
                 json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600})
             } else {
                 json!({"access_token": TOKEN, "token_type": "Bearer",
-                       "expires_in": 30, "refresh_token": "refresh-canary-1"})
+                       "expires_in": 2, "refresh_token": "refresh-canary-1"})
             };
             json_answer("200 OK", &body)
         }),
@@ -406,14 +317,40 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
     let setup = plain(world).await;
     let entry = support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
     assert_eq!(entry["tools"], json!(["echo"]));
-    assert_one_login_then_a_refresh(&setup);
+    assert_eq!(grants(&setup.server), ["grant_type=authorization_code"]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let echoed = support::call(&setup.pack, "s", "echo", json!({}))
         .await
         .expect("call");
+    assert_one_login_then_a_refresh(&setup);
     assert!(
         !echoed.contains("refresh-canary-1") && !echoed.contains(TOKEN),
         "{echoed}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_lived_token_is_used_for_most_of_its_life_not_refreshed_on_every_request() {
+    // A token of 5 s is refreshed with half a second left: a listing and three calls in its
+    // first seconds go with it as it is (before, a minute's margin refreshed it each time).
+    let world = World {
+        token: Some(|_: &Request| {
+            json_answer(
+                "200 OK",
+                &json!({"access_token": TOKEN, "token_type": "Bearer",
+                        "expires_in": 5, "refresh_token": "refresh-canary-5"}),
+            )
+        }),
+        ..World::default()
+    };
+    let setup = plain(world).await;
+    support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
+    for _ in 0..3 {
+        support::call(&setup.pack, "s", "echo", json!({}))
+            .await
+            .expect("call");
+    }
+    assert_eq!(grants(&setup.server), ["grant_type=authorization_code"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -494,27 +431,6 @@ async fn metadata_that_never_comes_ends_at_the_request_deadline() {
          request took longer than 10 s"
     );
     assert!(started.elapsed() >= Duration::from_secs(10));
-}
-
-/// A Host's credential store in memory.
-#[derive(Default)]
-struct Memory(Mutex<HashMap<String, String>>);
-
-impl CredentialStore for Memory {
-    fn load(&self, key: &str) -> Option<String> {
-        self.0.lock().expect("store").get(key).cloned()
-    }
-    fn save(&self, key: &str, value: &str) -> Result<(), String> {
-        self.0
-            .lock()
-            .expect("store")
-            .insert(key.to_owned(), value.to_owned());
-        Ok(())
-    }
-    fn delete(&self, key: &str) -> Result<(), String> {
-        self.0.lock().expect("store").remove(key);
-        Ok(())
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,166 @@
+//! Why a server could not be authorized, in the Pack's words, with what a party said kept
+//! apart until it is shown.
+//!
+//! An authorization server's error text may quote anything it was sent: a refresh token, a
+//! code, a verifier, the client's secret. So a [`Reason`] holds it as [`Untrusted`] and has no
+//! `Display`: the only way to a text is [`AuthError::render`], which shows the party's words
+//! through the envelope (scrubbed, then cleaned, then cut) with the scrubber of the place that
+//! renders it.
+
+use std::borrow::Cow;
+
+use crate::envelope::{Shown, Untrusted, show};
+use crate::policy::{MAX_ERROR_CHARS, MAX_OAUTH_QUOTED_CHARS};
+use crate::secret::Scrubber;
+use crate::transport::Failure;
+
+/// Why a server could not be authorized.
+#[derive(Debug, Clone)]
+pub(crate) enum AuthError {
+    /// The server needs authorization and this Host cannot bring the user through it: the
+    /// Host's hint of how to log in, and why the authorization the Pack had no longer serves,
+    /// when it knows.
+    Required {
+        hint: String,
+        why: Option<&'static str>,
+    },
+    /// An authorization server or a metadata document could not be reached.
+    Unreachable(Failure),
+    /// An answer was refused, or the flow could not go on.
+    Refused(Reason),
+}
+
+/// What went wrong: the Pack's own words, then what the party said, if it said anything.
+#[derive(Debug, Clone)]
+pub(crate) struct Reason {
+    words: Cow<'static, str>,
+    said: Option<Untrusted<String>>,
+}
+
+impl AuthError {
+    /// Refused, in the Pack's words only.
+    pub(crate) fn refused(words: impl Into<Cow<'static, str>>) -> Self {
+        Self::Refused(Reason {
+            words: words.into(),
+            said: None,
+        })
+    }
+
+    /// Refused, in the Pack's words, then the party's (quoted in parentheses).
+    pub(crate) fn refused_saying(words: impl Into<Cow<'static, str>>, said: String) -> Self {
+        Self::Refused(Reason {
+            words: words.into(),
+            said: Some(Untrusted::new(said)),
+        })
+    }
+
+    /// The error with `scrubber`'s secrets scrubbed from what the party said, for a secret
+    /// only the place that made the error knows (it is scrubbed again, with every other
+    /// secret, when the error is shown).
+    pub(crate) fn scrubbed_by(self, scrubber: &Scrubber) -> Self {
+        let scrub = |reason: Reason| Reason {
+            said: reason
+                .said
+                .map(|said| Untrusted::new(scrubber.scrub(said.peek()).into_owned())),
+            ..reason
+        };
+        match self {
+            Self::Refused(reason) => Self::Refused(scrub(reason)),
+            other => other,
+        }
+    }
+
+    /// The error as it may be shown, the party's words scrubbed by `scrubber`.
+    pub(crate) fn render(&self, scrubber: &Scrubber) -> Shown {
+        let text = match self {
+            Self::Required { hint, why: None } => {
+                format!("the server requires authorization: {hint}")
+            }
+            Self::Required {
+                hint,
+                why: Some(why),
+            } => format!("the server requires authorization: {why}; {hint}"),
+            Self::Unreachable(failure) => format!(
+                "authorization failed: could not reach the authorization server: {}",
+                failure.render(scrubber)
+            ),
+            Self::Refused(reason) => format!("authorization failed: {}", reason.render(scrubber)),
+        };
+        show(scrubber, &text, MAX_ERROR_CHARS)
+    }
+}
+
+/// For tests: the error as a Host would see it from a Pack without secrets.
+#[cfg(test)]
+impl std::fmt::Display for AuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.render(&Scrubber::default()).as_str())
+    }
+}
+
+impl Reason {
+    fn render(&self, scrubber: &Scrubber) -> String {
+        match &self.said {
+            None => self.words.clone().into_owned(),
+            Some(said) => {
+                let said = said.show(scrubber, MAX_OAUTH_QUOTED_CHARS);
+                format!("{} ({said})", self.words)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Secret;
+
+    #[test]
+    fn a_party_s_words_are_scrubbed_before_they_are_cut_and_quoted_after_the_pack_s() {
+        let secret = "s3cret-".to_owned() + &"x".repeat(40);
+        let scrubber = Scrubber::new([Secret::new(secret.clone())]);
+        // The secret ends one character past the quote's limit.
+        let said = format!(
+            "{}{secret}",
+            "q".repeat(MAX_OAUTH_QUOTED_CHARS + 1 - secret.len())
+        );
+        let error = AuthError::refused_saying("the token request answered HTTP 401", said);
+        let text = error.render(&scrubber);
+        assert!(!text.as_str().contains("s3cret"), "{text:?}");
+        assert!(
+            text.as_str()
+                .starts_with("authorization failed: the token request answered HTTP 401 (qqq"),
+            "{text:?}"
+        );
+        assert!(text.as_str().contains("[redacted]"), "{text:?}");
+    }
+
+    #[test]
+    fn the_quote_is_cleaned_and_kept_to_its_limit() {
+        let scrubber = Scrubber::default();
+        let at = "q".repeat(MAX_OAUTH_QUOTED_CHARS);
+        let render = |said: &str| {
+            AuthError::refused_saying("w", said.to_owned())
+                .render(&scrubber)
+                .into_string()
+        };
+        assert_eq!(render(&at), format!("authorization failed: w ({at})"));
+        assert_eq!(
+            render(&format!("{at}q")),
+            format!("authorization failed: w ({at}\n[... 1 characters cut])")
+        );
+        assert_eq!(
+            render("a\u{1b}[31mb\u{202e}c"),
+            "authorization failed: w (abc)"
+        );
+        assert_eq!(
+            AuthError::Required {
+                hint: "run `runvil login s`".to_owned(),
+                why: None
+            }
+            .render(&scrubber)
+            .as_str(),
+            "the server requires authorization: run `runvil login s`"
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! Text that may leave the Pack: a reason, an error's text, a log field, a tool's description,
+//! whenever any of it came from outside (a server, an authorization server, another program's
+//! error).
+//!
+//! Such text is safe to show only after three things were done to it, in this order: every
+//! secret scrubbed, in every form it takes; then cleaned of what a reader cannot see (or, for a
+//! log line or a name, escaped); then cut to its length. Cutting first can leave all but the
+//! last characters of a secret past the cut, where the scrubber no longer recognises it;
+//! cleaning or escaping first can change a secret's form so that it is not found. [`Shown`] is
+//! made by the functions of this file alone, each of which does the three in that order, so no
+//! other order can be written: a reason or log field is a `Shown`, or the Pack's own constant.
+
+use std::fmt;
+
+use super::Untrusted;
+use super::text::{clean_owned, truncate};
+use crate::secret::Scrubber;
+
+/// Text that was scrubbed, then cleaned or escaped, then cut (see the module's documentation).
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Shown(String);
+
+/// `text` with every secret `scrubber` knows replaced, cleaned (the control and invisible
+/// characters removed) and cut to `max` characters.
+pub(crate) fn show(scrubber: &Scrubber, text: &str, max: usize) -> Shown {
+    Shown(truncate(
+        clean_owned(scrubber.scrub(text).into_owned()),
+        max,
+    ))
+}
+
+/// [`show`] of an owned text, which is not copied when no step changes it: results can be
+/// megabytes.
+pub(crate) fn show_owned(scrubber: &Scrubber, text: String, max: usize) -> Shown {
+    Shown(truncate(clean_owned(scrubber.scrub_owned(text)), max))
+}
+
+/// `pieces` each scrubbed and cleaned on its own (so an escape left open in one cannot swallow
+/// the next), joined by `separator`, then cut to `max` characters: a result's content blocks.
+pub(crate) fn show_joined(
+    scrubber: &Scrubber,
+    pieces: Vec<String>,
+    separator: &str,
+    max: usize,
+) -> Shown {
+    let mut pieces = pieces
+        .into_iter()
+        .map(|piece| clean_owned(scrubber.scrub_owned(piece)));
+    // One piece is moved on whole: results can be megabytes.
+    let text = match (pieces.next(), pieces.next()) {
+        (None, _) => String::new(),
+        (Some(one), None) => one,
+        (Some(first), Some(second)) => {
+            let rest: Vec<String> = [first, second].into_iter().chain(pieces).collect();
+            rest.join(separator)
+        }
+    };
+    Shown(truncate(text, max))
+}
+
+/// `text` scrubbed, then escaped wherever it is not printable ASCII (newlines, escape
+/// sequences, invisible characters and any other non-ASCII character all become `\u{..}` or
+/// `\n`), then cut to `max` characters: for a log line, which tracing writes as it is, and for a
+/// name a reader must be able to tell from every other (a rejected tool's, a model's typo).
+pub(crate) fn show_escaped(scrubber: &Scrubber, text: &str, max: usize) -> Shown {
+    let escaped = scrubber.scrub(text).escape_default().to_string();
+    Shown(truncate(escaped, max))
+}
+
+impl Untrusted<String> {
+    /// What a party said, as [`show`] shows it.
+    pub(crate) fn show(&self, scrubber: &Scrubber, max: usize) -> Shown {
+        show(scrubber, &self.0, max)
+    }
+}
+
+impl Shown {
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub(crate) fn into_string(self) -> String {
+        self.0
+    }
+
+    /// The text on one line, for a log field: newlines and tabs written as `\n` and `\t`, so
+    /// a text cannot forge a line of its own.
+    pub(crate) fn line(&self) -> OneLine<'_> {
+        OneLine(&self.0)
+    }
+}
+
+impl fmt::Display for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl serde::Serialize for Shown {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+/// A [`Shown`] written on one line.
+pub(crate) struct OneLine<'a>(&'a str);
+
+impl fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Cleaned text holds no control character but these two.
+        let mut rest = self.0;
+        while let Some(at) = rest.find(['\n', '\t']) {
+            f.write_str(&rest[..at])?;
+            f.write_str(if rest.as_bytes()[at] == b'\n' {
+                "\\n"
+            } else {
+                "\\t"
+            })?;
+            rest = &rest[at + 1..];
+        }
+        f.write_str(rest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Secret;
+
+    fn scrubber(secret: &str) -> Scrubber {
+        Scrubber::new([Secret::new(secret.to_owned())])
+    }
+
+    #[test]
+    fn a_secret_is_scrubbed_before_the_cut_whatever_the_cut_leaves_of_it() {
+        let secret = "client-secret-canary-47-characters-long-abcdefg";
+        let s = scrubber(secret);
+        // Every cut that falls inside the secret: none leaves a piece of it.
+        for cut in 0..secret.len() + 8 {
+            let text = format!("{}{secret} and more", "q".repeat(cut));
+            for shown in [
+                show(&s, &text, cut + 10),
+                show_owned(&s, text.clone(), cut + 10),
+                show_escaped(&s, &text, cut + 10),
+            ] {
+                assert!(!shown.as_str().contains(&secret[..6]), "{shown:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_secret_broken_up_by_invisible_characters_is_not_joined_by_cleaning() {
+        // Cleaning after scrubbing: the secret as sent is found; one the server split with a
+        // zero-width space is not a secret the client ever sent, and stays split in the
+        // scrubber's eyes, so it is shown without the space (what the reader sees anyway).
+        let s = scrubber("abcdef-secret");
+        assert_eq!(
+            show(&s, "x abcdef-secret y", 100).as_str(),
+            "x [redacted] y"
+        );
+        assert_eq!(
+            show(&s, "\u{1b}[31mabcdef-secret\u{1b}[0m", 100).as_str(),
+            "[redacted]"
+        );
+    }
+
+    #[test]
+    fn escaped_text_and_one_line_text_cannot_forge_a_line() {
+        let s = Scrubber::default();
+        let forged = "denied\nrunvil: s is authorized\t\u{1b}[2J\u{202e}é";
+        let escaped = show_escaped(&s, forged, 1000);
+        assert_eq!(
+            escaped.as_str(),
+            "denied\\nrunvil: s is authorized\\t\\u{1b}[2J\\u{202e}\\u{e9}"
+        );
+        let cleaned = show(&s, forged, 1000);
+        assert_eq!(cleaned.as_str(), "denied\nrunvil: s is authorized\té");
+        assert_eq!(
+            cleaned.line().to_string(),
+            "denied\\nrunvil: s is authorized\\té"
+        );
+    }
+
+    #[test]
+    fn each_is_cut_at_its_limit_and_not_a_character_before() {
+        let s = Scrubber::default();
+        let at = "x".repeat(20);
+        assert_eq!(show(&s, &at, 20).as_str(), at);
+        assert_eq!(
+            show(&s, &format!("{at}y"), 20).as_str(),
+            format!("{at}\n[... 1 characters cut]")
+        );
+    }
+}
