@@ -1,25 +1,36 @@
-//! One background task per server: start it, and keep trying until it lists its tools.
+//! One background task per server: start it, keep trying until it lists its tools, then
+//! follow the changes of its tools for as long as the Pack runs.
 //!
 //! A server is `loading` during its first attempt, `error` with a reason after a failed one
 //! (while the task waits and tries again: 1 s, doubling up to a minute), and `ready` once an
 //! attempt connects, shakes hands and lists every page of tools within the deadline. A ready
 //! server stays ready; later failures belong to the calls that meet them.
+//!
+//! Once ready, the same task listens for the server's notices that its tools changed (the
+//! session's own ways, see `session::listen`) and re-lists them: each re-list is bounded as
+//! the first one is, and replaces the catalog only when complete; until then, and when it
+//! fails (retried after the same backoff), the server keeps the tools it had. Notices are
+//! coalesced (one re-list at a time, one more waiting) and re-lists are at least
+//! [`RELIST_MIN_INTERVAL`] apart. Where the Host lends a pin store, every complete listing is
+//! judged by the server's [`Pins`] before it is shown, the first one included.
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
-use runvil_plugin::{BackendState, BackendStatus};
+use runvil_plugin::{BackendState, BackendStatus, HeldTool, StoreError};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::auth::{Authorization, HostAuth, Scrubbers};
 use crate::config::ServerSpec;
 use crate::envelope::{self, Shown, ToolSet, log_safe};
-use crate::policy::{MAX_ERROR_CHARS, START_ATTEMPT_DEADLINE, retry_delay};
+use crate::pins::Pins;
+use crate::policy::{MAX_ERROR_CHARS, RELIST_MIN_INTERVAL, START_ATTEMPT_DEADLINE, retry_delay};
 use crate::secret::Scrubber;
-use crate::session::{CacheHints, Session, SharedSession};
+use crate::session::{CacheHints, Listed, Session, SharedSession};
 use crate::transport::{Clients, Transport, TransportError};
 
 /// Where a server stands.
@@ -40,7 +51,7 @@ impl Status {
         match self {
             Self::Loading => BackendState::Loading,
             Self::Ready(ready) => BackendState::Ready {
-                tools: ready.tools.tools.len(),
+                tools: ready.tools.names(),
             },
             Self::Failed(reason) => BackendState::Failed(reason.as_str().to_owned()),
             Self::Refused(reason) => BackendState::Refused(reason.clone()),
@@ -55,6 +66,19 @@ pub(crate) struct Ready {
     pub(crate) tools: Arc<ToolSet>,
     /// How long the server said its list stays fresh (2026-07-28).
     pub(crate) cache: CacheHints,
+    /// When the tools were listed.
+    listed_at: Instant,
+}
+
+impl Ready {
+    fn new(session: SharedSession, tools: ToolSet, cache: CacheHints) -> Self {
+        Self {
+            session,
+            tools: Arc::new(tools),
+            cache,
+            listed_at: Instant::now(),
+        }
+    }
 }
 
 /// Every server's status as the contract shows it, which Hosts subscribe to
@@ -69,11 +93,16 @@ pub(crate) struct Server {
     board: Board,
     /// Its place on the board.
     index: usize,
+    /// The user's trust in its tools, when the Host keeps pins.
+    pins: Option<Pins>,
+    /// Held while its catalog is replaced (a re-list, an approval), so one never undoes the
+    /// other and the board sees the changes in order.
+    catalog: tokio::sync::Mutex<()>,
 }
 
 impl Server {
     /// A server with `status`, added to the end of `board`.
-    pub(crate) fn new(name: String, status: Status, board: &Board) -> Self {
+    pub(crate) fn new(name: String, status: Status, board: &Board, pins: Option<Pins>) -> Self {
         let mut index = 0;
         board.send_modify(|all| {
             index = all.len();
@@ -84,6 +113,8 @@ impl Server {
             status: RwLock::new(status),
             board: Arc::clone(board),
             index,
+            pins,
+            catalog: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -97,7 +128,6 @@ impl Server {
     fn set(&self, status: Status) {
         let state = status.public();
         *self.status.write().unwrap_or_else(PoisonError::into_inner) = status;
-        // Only this server's task sets its status, so the board sees its changes in order.
         self.board
             .send_if_modified(|all| match all.get_mut(self.index) {
                 Some(entry) if entry.state != state => {
@@ -107,14 +137,76 @@ impl Server {
                 _ => false,
             });
     }
+
+    /// Makes `listed` the server's catalog, judged by its pins first.
+    async fn show(&self, session: SharedSession, listed: Listed) {
+        let _catalog = self.catalog.lock().await;
+        let tools = match &self.pins {
+            Some(pins) => pins.judge(listed.tools, &listed.definitions).await,
+            None => listed.tools,
+        };
+        self.set(Status::Ready(Ready::new(session, tools, listed.hints)));
+    }
+
+    /// Tells the server's task it was used: a list whose freshness (`ttlMs`) has passed is
+    /// listed again in the background, unless a subscription will tell of changes.
+    pub(crate) fn used(&self) {
+        let Status::Ready(ready) = self.status() else {
+            return;
+        };
+        let changes = ready.session.changes();
+        let stale = ready.cache.ttl_ms.is_some_and(|ttl| {
+            ready.listed_at + Duration::from_millis(ttl) <= Instant::now()
+        });
+        if stale && !changes.subscribed() {
+            changes.notice();
+        }
+    }
+
+    /// The tools the server holds until the user approves them.
+    pub(crate) async fn held(&self) -> Vec<HeldTool> {
+        match &self.pins {
+            Some(pins) => pins.held().await,
+            None => Vec::new(),
+        }
+    }
+
+    /// Approves `tools` as the user saw them, and makes them callable.
+    pub(crate) async fn approve(&self, tools: &[HeldTool]) -> Result<Vec<String>, StoreError> {
+        let Some(pins) = &self.pins else {
+            return Ok(Vec::new());
+        };
+        let _catalog = self.catalog.lock().await;
+        let approved = pins.approve(tools).await?;
+        let names = approved.iter().map(|tool| tool.name.clone()).collect();
+        if let Status::Ready(ready) = self.status() {
+            let mut callable = ready.tools.tools.clone();
+            let mut held = ready.tools.held.clone();
+            for tool in approved {
+                held.remove(&tool.name);
+                callable.insert(tool.name.clone(), tool);
+            }
+            let tools = ToolSet::new(
+                callable,
+                ready.tools.rejected.clone(),
+                ready.tools.more_rejected,
+                held,
+            );
+            self.set(Status::Ready(Ready {
+                tools: Arc::new(tools),
+                ..ready
+            }));
+        }
+        Ok(names)
+    }
 }
 
 /// The HTTP clients of a Pack, built by the first task that needs them: building one reads
 /// the system's trust store, which construct may not do.
 pub(crate) type SharedClients = Arc<OnceLock<Result<Clients, TransportError>>>;
 
-/// Starts `server` on `runtime`; the task ends when the server is ready or the handle is
-/// aborted.
+/// Starts `server` on `runtime`; the task runs until its handle is aborted (the Pack's
+/// shutdown or drop).
 pub(crate) fn spawn(
     runtime: &Handle,
     server: Arc<Server>,
@@ -141,35 +233,81 @@ pub(crate) fn spawn(
             oauth,
             scrubbers,
         ));
-        let attempt = || start(&task_runtime, &spec, &clients, (&own, &scrubber), &auth);
+        let pinned = server.pins.is_some();
+        let attempt = || start(&task_runtime, &spec, &clients, (&own, &scrubber), &auth, pinned);
         let name = log_safe(&server.name);
         let on_failure = |reason: Option<Shown>| {
-            let reason = reason
-                .unwrap_or_else(|| envelope::show(&scrubber, &deadline_passed(), MAX_ERROR_CHARS));
+            let reason = reason.unwrap_or_else(|| {
+                envelope::show(&scrubber, &deadline_passed(), MAX_ERROR_CHARS)
+            });
             tracing::warn!(server = %name, reason = %reason.line(), "server did not start");
             server.set(Status::Failed(reason));
         };
-        let ready = retry_until_ready(attempt, on_failure, || auth.user_time()).await;
-        for dropped in &ready.tools.rejected {
-            let (tool, reason) = (&dropped.name, dropped.reason.line());
-            tracing::warn!(server = %name, %tool, %reason, "tool dropped");
-        }
-        if ready.tools.more_rejected > 0 {
-            let more = ready.tools.more_rejected;
-            tracing::warn!(server = %name, more, "more tools dropped, not logged one by one");
-        }
-        let (version, cache) = (ready.session.protocol_version(), ready.cache);
+        let (session, listed) = retry_until_ready(attempt, on_failure, || auth.user_time()).await;
+        log_listing(&name, &listed);
         tracing::info!(
             server = %name,
-            tools = ready.tools.tools.len(),
-            protocol_version = version,
-            ttl_ms = ?cache.ttl_ms,
-            private = ?cache.private,
+            tools = listed.tools.tools.len(),
+            protocol_version = session.protocol_version(),
+            ttl_ms = ?listed.hints.ttl_ms,
+            private = ?listed.hints.private,
             "server ready"
         );
-        server.set(Status::Ready(ready));
+        server.show(Arc::clone(&session), listed).await;
+        follow(&server, &session, &scrubber).await;
     };
     runtime.spawn(task.instrument(span))
+}
+
+/// Logs what a listing dropped.
+fn log_listing(name: &str, listed: &Listed) {
+    for dropped in &listed.tools.rejected {
+        let (tool, reason) = (&dropped.name, dropped.reason.line());
+        tracing::warn!(server = %name, %tool, %reason, "tool dropped");
+    }
+    if listed.tools.more_rejected > 0 {
+        let more = listed.tools.more_rejected;
+        tracing::warn!(server = %name, more, "more tools dropped, not logged one by one");
+    }
+}
+
+/// Follows a ready server's tools: listens for its notices and re-lists on each, for ever.
+async fn follow(server: &Server, session: &SharedSession, scrubber: &Scrubber) {
+    let relisting = async {
+        let name = log_safe(&server.name);
+        let mut last: Option<Instant> = None;
+        let mut failures = 0u32;
+        loop {
+            session.changes().next().await;
+            if let Some(last) = last {
+                tokio::time::sleep_until(last + RELIST_MIN_INTERVAL).await;
+            }
+            last = Some(Instant::now());
+            let listed = tokio::time::timeout(
+                START_ATTEMPT_DEADLINE,
+                session.list_tools(server.pins.is_some()),
+            )
+            .await;
+            let reason = match listed {
+                Ok(Ok(listed)) => {
+                    failures = 0;
+                    log_listing(&name, &listed);
+                    let tools = listed.tools.tools.len();
+                    server.show(Arc::clone(session), listed).await;
+                    tracing::info!(server = %name, tools, "tools listed again");
+                    continue;
+                }
+                Ok(Err(e)) => e.render(scrubber),
+                Err(_) => envelope::show(scrubber, &deadline_passed(), MAX_ERROR_CHARS),
+            };
+            // The server keeps the tools it had; the re-list is tried again after a while.
+            failures = failures.saturating_add(1);
+            tracing::warn!(server = %name, reason = %reason.line(), "the tools could not be listed again");
+            tokio::time::sleep(retry_delay(failures)).await;
+            session.changes().notice();
+        }
+    };
+    tokio::join!(session.listen(), relisting);
 }
 
 /// The span every log line about one server is in (its start, each request), which names it.
@@ -177,15 +315,17 @@ pub(crate) fn server_span(name: &str) -> tracing::Span {
     tracing::debug_span!("server", name = %log_safe(name))
 }
 
-/// One attempt: connect, handshake, list every page, check the tools. The server's
-/// scrubber scrubs what it sends; the Pack's shows the reason of a failure.
+/// One attempt: connect, handshake, list every page, check the tools (keeping their
+/// definitions when they are `pinned`). The server's scrubber scrubs what it sends; the
+/// Pack's shows the reason of a failure.
 async fn start(
     runtime: &Handle,
     spec: &ServerSpec,
     clients: &SharedClients,
     (own, pack): (&Arc<Scrubber>, &Arc<Scrubber>),
     auth: &Arc<Authorization>,
-) -> Result<Ready, Shown> {
+    pinned: bool,
+) -> Result<(SharedSession, Listed), Shown> {
     let clients = clients
         .get_or_init(Clients::build)
         .clone()
@@ -194,12 +334,8 @@ async fn start(
     let session = Session::connect(transport, runtime.clone(), Arc::clone(pack))
         .await
         .map_err(|e| e.render(pack))?;
-    let (tools, cache) = session.list_tools().await.map_err(|e| e.render(pack))?;
-    Ok(Ready {
-        session: Arc::new(session),
-        tools: Arc::new(tools),
-        cache,
-    })
+    let listed = session.list_tools(pinned).await.map_err(|e| e.render(pack))?;
+    Ok((Arc::new(session), listed))
 }
 
 /// Why an attempt failed that ran out of time.
@@ -225,7 +361,7 @@ where
 {
     let mut failures = 0u32;
     loop {
-        let started = tokio::time::Instant::now();
+        let started = Instant::now();
         let excused_before = excused();
         let running = attempt();
         tokio::pin!(running);

@@ -30,6 +30,8 @@
 //!   against their schemas; `expansion` bounds schema work, `param_headers` handles
 //!   `x-mcp-header`), `result` (converts results), `text` (cleans and caps text; `chars`
 //!   decides which characters show), `off_runtime` (runs checks on the blocking pool).
+//! - `pins`: which tool definitions the user trusts, when the Host lends a pin store; a
+//!   changed or new tool is held until the user approves it.
 //! - `listing`: the JSON `get_dynamic_tools` answers, within its cap.
 //! - `tools`: the Pack and its two tools; `tools::arguments` checks their arguments against
 //!   the schemas they publish.
@@ -46,6 +48,7 @@ mod envelope;
 mod jsonrpc;
 mod lifecycle;
 mod listing;
+mod pins;
 mod policy;
 mod secret;
 mod session;
@@ -55,12 +58,15 @@ mod transport;
 
 use std::sync::Arc;
 
-use runvil_plugin::{Construct, Pack, PackFactory, Packs, TOKIO_RUNTIME, Unavailable};
+use runvil_plugin::{
+    Construct, PIN_STORE, Pack, PackFactory, Packs, TOKIO_RUNTIME, TRUST_HINT, Unavailable,
+};
 use serde_json::Value;
 
 use crate::auth::HostAuth;
 use crate::config::{Entry, ProcessEnvironment};
 use crate::connector::{Board, Server, SharedClients, Status};
+use crate::pins::Pins;
 use crate::secret::Scrubber;
 
 /// The Pack's name in a Host's registry.
@@ -96,6 +102,8 @@ impl PackFactory for Factory {
         )));
         let clients = SharedClients::default();
         let host = HostAuth::from_services(cx.services);
+        let pin_store = cx.services.get(PIN_STORE).cloned();
+        let trust_hint = cx.services.get(TRUST_HINT).cloned();
         let board: Board = Arc::new(tokio::sync::watch::Sender::new(Vec::new()));
         let mut servers = Vec::with_capacity(entries.len());
         let mut tasks = Vec::new();
@@ -104,10 +112,15 @@ impl PackFactory for Factory {
                 Entry::Refused(refusal) => {
                     tracing::warn!(server = %envelope::log_safe(&name), reason = %refusal, "server entry refused");
                     let status = Status::Refused(refusal.to_string());
-                    servers.push(Arc::new(Server::new(name, status, &board)));
+                    servers.push(Arc::new(Server::new(name, status, &board, None)));
                 }
                 Entry::Remote(spec) => {
-                    let server = Arc::new(Server::new(name, Status::Loading, &board));
+                    let pins = pin_store.as_ref().map(|store| {
+                        let (url, scrubber) = (spec.url.expose(), Arc::clone(&scrubber));
+                        let hint = trust_hint.as_deref();
+                        Pins::new(name.clone(), url, Arc::clone(store), hint, scrubber)
+                    });
+                    let server = Arc::new(Server::new(name, Status::Loading, &board, pins));
                     let task = connector::spawn(
                         runtime,
                         Arc::clone(&server),

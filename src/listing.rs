@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use crate::connector::{Server, Status};
 use crate::envelope::{CheckedTool, Hints, Rejected, ToolSet};
 use crate::policy::{
-    MAX_DESCRIPTION_CHARS, MAX_LISTING_BYTES, MAX_SCHEMA_BYTES, MAX_TITLE_CHARS,
+    MAX_DESCRIPTION_CHARS, MAX_LISTING_BYTES, MAX_REJECTED_KEPT, MAX_SCHEMA_BYTES, MAX_TITLE_CHARS,
     MAX_TOOL_NAME_CHARS,
 };
 
@@ -76,8 +76,8 @@ struct ServerTools<'a> {
     /// The revision the server is spoken to in.
     #[serde(rename = "protocolVersion")]
     protocol_version: &'a str,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    rejected: &'a [Rejected],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rejected: Vec<&'a Rejected>,
     #[serde(rename = "rejectedNotShown", skip_serializing_if = "is_zero")]
     rejected_not_shown: usize,
     status: &'static str,
@@ -199,17 +199,20 @@ pub(crate) fn every_server(servers: Vec<Summary<'_>>) -> String {
     })
 }
 
-/// The answer for one ready server: its tools in name order, then its rejected tools (at
-/// most [`MAX_REJECTED_KEPT`](crate::policy::MAX_REJECTED_KEPT), the rest counted). When
+/// The answer for one ready server: its tools in name order, then the tools it holds and the
+/// ones the envelope rejected (at most [`MAX_REJECTED_KEPT`] of them, the rest counted). When
 /// the whole answer does not fit, the tools that fit come first and the note says so.
 pub(crate) fn one_server(namespace: &str, set: &ToolSet, protocol_version: &str) -> String {
     let empty = empty_array();
+    let everything = set.held.values().chain(&set.rejected);
+    let rejected: Vec<&Rejected> = everything.clone().take(MAX_REJECTED_KEPT).collect();
+    let not_shown = everything.count() - rejected.len() + set.more_rejected;
     let mut listing = ServerTools {
         namespace,
         note: None,
         protocol_version,
-        rejected: &set.rejected,
-        rejected_not_shown: set.more_rejected,
+        rejected,
+        rejected_not_shown: not_shown,
         status: "ready",
         tools: &empty,
         tools_not_shown: None,

@@ -228,6 +228,23 @@ pub(crate) const MAX_INLINE_CHECK_WORK: u64 = 1 << 14;
 /// marker. Server data in either (a key, a pattern) passes the same cleaning as results.
 pub(crate) const MAX_VIOLATION_CHARS: usize = 1024;
 
+/// The least time between two re-lists of one server's tools: change notices are coalesced
+/// (one re-list at a time, at most one more waiting), and a server that floods them gets one
+/// re-list this often, bounding the work it can make the Pack do.
+pub(crate) const RELIST_MIN_INTERVAL: Duration = Duration::from_secs(2);
+
+/// The largest approved tool definition a server's pin record keeps, to show what changed
+/// later (canonical JSON, bytes). A larger one keeps only its pin; real tools are a few
+/// kilobytes, and a server cannot make the user's record grow past this per tool.
+pub(crate) const MAX_PINNED_DEFINITION_BYTES: usize = 64 * 1024;
+
+/// The most fields a held tool's changes list; the rest are counted.
+pub(crate) const MAX_CHANGES_SHOWN: usize = 64;
+
+/// The longest value (or field path) a held tool's change shows, before and after, cleaned;
+/// the rest is cut with a marker.
+pub(crate) const MAX_CHANGE_CHARS: usize = 512;
+
 /// What replaces a secret wherever one would have been shown.
 pub(crate) const REDACTION_MARKER: &str = "[redacted]";
 
@@ -435,6 +452,13 @@ fn table() -> Vec<(&'static str, String)> {
         ("MAX_VALIDATION_WORK", MAX_VALIDATION_WORK.to_string()),
         ("MAX_INLINE_CHECK_WORK", MAX_INLINE_CHECK_WORK.to_string()),
         ("MAX_VIOLATION_CHARS", MAX_VIOLATION_CHARS.to_string()),
+        ("RELIST_MIN_INTERVAL", secs(RELIST_MIN_INTERVAL)),
+        (
+            "MAX_PINNED_DEFINITION_BYTES",
+            MAX_PINNED_DEFINITION_BYTES.to_string(),
+        ),
+        ("MAX_CHANGES_SHOWN", MAX_CHANGES_SHOWN.to_string()),
+        ("MAX_CHANGE_CHARS", MAX_CHANGE_CHARS.to_string()),
         ("REDACTION_MARKER", REDACTION_MARKER.to_owned()),
         (
             "MIN_SCRUBBED_SECRET_CHARS",

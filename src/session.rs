@@ -5,6 +5,7 @@
 //! - `modern`: 2026-07-28, each request on its own with `_meta` and mirrored headers.
 //! - `legacy`: 2025-11-25 and before, the handshake and the session.
 //! - `exchange`: one request and its answer, from a JSON body or an SSE stream.
+//! - `listen`: hearing that the server's tools changed, in either era.
 //!
 //! The era is decided once per started server and kept for the session's life: a failed
 //! start probes again on its next attempt, so a server that changed revision is met anew.
@@ -14,9 +15,10 @@
 mod era;
 mod exchange;
 mod legacy;
+mod listen;
 mod modern;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -30,6 +32,7 @@ use self::exchange::Link;
 use runvil_plugin::ProgressSink;
 
 use self::legacy::Legacy;
+pub(crate) use self::listen::Changes;
 use self::modern::{Completion, Modern};
 use crate::envelope::{self, Catalog, Loose, Object, Shown, ToolSet, Untrusted};
 use crate::jsonrpc::{CallParams, ListParams, RpcError};
@@ -58,8 +61,16 @@ impl fmt::Debug for Session {
     }
 }
 
-/// How long a server says its tool list stays fresh (2026-07-28 list results), kept with the
-/// tools: the Pack lists once and does not fetch again, so nothing acts on it yet.
+/// One complete listing of a server's tools.
+pub(crate) struct Listed {
+    pub(crate) tools: ToolSet,
+    pub(crate) hints: CacheHints,
+    /// Each accepted tool's definition as the server sent it, when asked for.
+    pub(crate) definitions: BTreeMap<String, String>,
+}
+
+/// How long a server says its tool list stays fresh (2026-07-28 list results): without a
+/// subscription, the first use of the server after it is stale starts a re-list.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct CacheHints {
     /// The shortest `ttlMs` of the pages.
@@ -111,6 +122,21 @@ impl Session {
         Ok(Self { link, era })
     }
 
+    /// What the server said of its tools changing: notices from any of its streams.
+    pub(crate) fn changes(&self) -> &Changes {
+        &self.link.changes
+    }
+
+    /// Listens for the server's notices that its tools changed, for as long as it offers a
+    /// way (see `listen`); each is taken by [`Session::changes`]. Returns when there is no
+    /// more to listen to.
+    pub(crate) async fn listen(&self) {
+        match &self.era {
+            Era::Modern(modern) => listen::modern(&self.link, modern).await,
+            Era::Legacy(legacy) => listen::legacy(&self.link, legacy).await,
+        }
+    }
+
     /// The revision the server is spoken to in.
     pub(crate) fn protocol_version(&self) -> &'static str {
         match &self.era {
@@ -120,9 +146,13 @@ impl Session {
     }
 
     /// Every tool the server lists, page after page, each page checked before the next is
-    /// asked for, so only checked tools are held; with the pages' caching hints.
-    pub(crate) async fn list_tools(&self) -> Result<(ToolSet, CacheHints), SessionError> {
+    /// asked for, so only checked tools are held; with the pages' caching hints, and each
+    /// tool's definition as sent when `definitions` (for its pin).
+    pub(crate) async fn list_tools(&self, definitions: bool) -> Result<Listed, SessionError> {
         let mut catalog = Catalog::new(Arc::clone(&self.link.scrubber));
+        if definitions {
+            catalog = catalog.keeping_definitions();
+        }
         let mut hints = CacheHints::default();
         let mut cursors = HashSet::new();
         let mut cursor = None;
@@ -139,7 +169,12 @@ impl Session {
             }
             let next = catalog.add_page(&page).map_err(SessionError::Protocol)?;
             let Some(next) = next else {
-                return Ok((catalog.finish(), hints));
+                let definitions = catalog.take_definitions();
+                return Ok(Listed {
+                    tools: catalog.finish(),
+                    hints,
+                    definitions,
+                });
             };
             if !cursors.insert(next.clone()) {
                 return Err(SessionError::Protocol(

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use runvil_plugin::{
-    BoxFuture, Pack, ProgressSink, StatusReceiver, ToolError, ToolSpec, Unavailable,
+    BoxFuture, HeldTool, Pack, ProgressSink, StatusReceiver, StoreError, ToolError, ToolSpec,
+    Unavailable,
 };
 use serde_json::Value;
 use tokio::runtime::Handle;
@@ -113,6 +114,12 @@ impl McpPack {
     }
 }
 
+impl McpPack {
+    fn server_named(&self, name: &str) -> Option<Arc<Server>> {
+        self.tools.servers.iter().find(|s| s.name == name).cloned()
+    }
+}
+
 /// The answer to a call made after shutdown, or cut short by it.
 const SHUT_DOWN: &str = "the Pack was shut down";
 
@@ -159,6 +166,7 @@ impl Tools {
             }
             (Some(namespace), None) => {
                 let server = self.server(namespace)?;
+                server.used();
                 let status = server.status();
                 match &status {
                     Status::Ready(ready) => Ok(listing::one_server(
@@ -185,6 +193,7 @@ impl Tools {
         let (namespace, tool_name) = (args.namespace.as_str(), args.tool_name.as_str());
         let arguments = Value::Object(args.arguments);
         let server = self.server(namespace)?;
+        server.used();
         let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
         // The checks count inside the deadline: a schema that makes them slow cannot stretch
         // a call. Dropping this future stops each step, the server's request included.
@@ -337,6 +346,38 @@ impl Pack for McpPack {
         self.board.subscribe()
     }
 
+    fn held(&self, backend: &str) -> BoxFuture<'_, Vec<HeldTool>> {
+        let server = self.server_named(backend);
+        // On the Pack's runtime, like a call: the store is the Host's blocking I/O.
+        let held = self.runtime.spawn(async move {
+            match server {
+                Some(server) => server.held().await,
+                None => Vec::new(),
+            }
+        });
+        Box::pin(async move { held.await.unwrap_or_default() })
+    }
+
+    fn approve(
+        &self,
+        backend: &str,
+        tools: &[HeldTool],
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let server = self.server_named(backend);
+        let tools = tools.to_vec();
+        let approved = self.runtime.spawn(async move {
+            match server {
+                Some(server) => server.approve(&tools).await,
+                None => Ok(Vec::new()),
+            }
+        });
+        Box::pin(async move {
+            approved
+                .await
+                .unwrap_or_else(|_| Err(StoreError::new(SHUT_DOWN)))
+        })
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
         let lifecycle = Arc::clone(&self.lifecycle);
@@ -391,6 +432,14 @@ fn ready_tool(
             )));
         }
     };
+    if let Some(held) = ready.tools.held.get(tool_name) {
+        return Err(ToolError::Invalid(format!(
+            "{} holds the tool {}: {}",
+            server.name,
+            quoted(tool_name, scrubber),
+            held.reason
+        )));
+    }
     let tool = ready.tools.tools.get(tool_name).cloned().ok_or_else(|| {
         let known = names(ready.tools.tools.keys().map(String::as_str));
         ToolError::Invalid(format!(

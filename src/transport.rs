@@ -344,10 +344,31 @@ impl Transport {
         last_event_id: &str,
         session: &SessionHeaders,
     ) -> Result<EventStream, TransportError> {
+        self.get_stream(Some(last_event_id), session).await
+    }
+
+    /// Opens the session's standalone stream with GET (2025-11-25), where a server sends
+    /// what no request asked for, such as a change of its tools; resumed from
+    /// `last_event_id` when given. A server that offers none answers `405`.
+    pub(crate) async fn listen(
+        &self,
+        last_event_id: Option<&str>,
+        session: &SessionHeaders,
+    ) -> Result<EventStream, TransportError> {
+        self.get_stream(last_event_id, session).await
+    }
+
+    async fn get_stream(
+        &self,
+        last_event_id: Option<&str>,
+        session: &SessionHeaders,
+    ) -> Result<EventStream, TransportError> {
         let mut headers = self.headers_with_token(session, EVENT_STREAM, "GET");
-        let id = HeaderValue::from_str(last_event_id)
-            .map_err(|_| TransportError::Protocol("the server sent an unusable event id"))?;
-        headers.insert(LAST_EVENT_ID, id);
+        if let Some(last_event_id) = last_event_id {
+            let id = HeaderValue::from_str(last_event_id)
+                .map_err(|_| TransportError::Protocol("the server sent an unusable event id"))?;
+            headers.insert(LAST_EVENT_ID, id);
+        }
         let request = self
             .clients
             .pooled()

@@ -33,6 +33,8 @@ pub(crate) struct Catalog {
     more_rejected: usize,
     /// The JSON text of every page read, for [`MAX_TOOLS_LIST_BYTES`].
     bytes: usize,
+    /// Each accepted tool's definition as the server sent it, when its pins are checked.
+    definitions: Option<BTreeMap<String, String>>,
 }
 
 impl Catalog {
@@ -41,6 +43,18 @@ impl Catalog {
             scrubber,
             ..Self::default()
         }
+    }
+
+    /// Keeps each accepted tool's definition as the server sent it, for
+    /// [`Catalog::take_definitions`]: what its pin is computed from.
+    pub(crate) fn keeping_definitions(mut self) -> Self {
+        self.definitions = Some(BTreeMap::new());
+        self
+    }
+
+    /// The definitions kept (see [`Catalog::keeping_definitions`]), by tool name.
+    pub(crate) fn take_definitions(&mut self) -> BTreeMap<String, String> {
+        self.definitions.take().unwrap_or_default()
     }
 
     /// Checks one page's tools and returns its `nextCursor`; an error when the pages
@@ -74,20 +88,18 @@ impl Catalog {
 
     /// The checked tools, with the accepted names rendered once for the listing.
     pub(crate) fn finish(self) -> ToolSet {
-        let names_json = serde_json::value::to_raw_value(&self.tools.keys().collect::<Vec<_>>())
-            .expect("a list of strings serializes");
-        ToolSet {
-            tools: self.tools,
-            rejected: self.rejected,
-            more_rejected: self.more_rejected,
-            names_json,
-        }
+        ToolSet::new(
+            self.tools,
+            self.rejected,
+            self.more_rejected,
+            BTreeMap::new(),
+        )
     }
 
-    fn add_tool(&mut self, tool: &RawValue) {
-        let tool = match serde_json::from_str::<Object<ListedTool>>(tool.get()) {
+    fn add_tool(&mut self, raw: &RawValue) {
+        let tool = match serde_json::from_str::<Object<ListedTool>>(raw.get()) {
             Ok(Object(tool)) => tool,
-            Err(_) if tool.get().starts_with('{') => {
+            Err(_) if raw.get().starts_with('{') => {
                 return self.reject(reject(
                     &self.scrubber,
                     "",
@@ -113,6 +125,9 @@ impl Catalog {
                 self.reject(dropped);
             }
             Ok(tool) => {
+                if let Some(definitions) = &mut self.definitions {
+                    definitions.insert(tool.name.clone(), raw.get().to_owned());
+                }
                 self.tools.insert(tool.name.clone(), Arc::new(tool));
             }
             Err(dropped) => self.reject(dropped),
@@ -172,6 +187,15 @@ pub(super) struct ListedTool {
     pub(super) input_schema: Loose<Value>,
     #[serde(default, rename = "outputSchema")]
     pub(super) output_schema: Loose<Value>,
+    #[serde(default)]
+    pub(super) execution: Loose<Object<Execution>>,
+}
+
+/// A tool's `execution` (2025-11-25): whether it answers calls that are not tasks.
+#[derive(Default, Deserialize)]
+pub(super) struct Execution {
+    #[serde(default, rename = "taskSupport")]
+    pub(super) task_support: Loose<String>,
 }
 
 /// A tool's `annotations`: its title (the 2025-03-26 revision's only title) and the

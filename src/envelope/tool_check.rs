@@ -28,7 +28,7 @@ use crate::policy::{
 use crate::secret::Scrubber;
 
 /// One server's tools after the envelope: what the listing shows and calls dispatch to.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct ToolSet {
     /// Accepted tools by exact name, in name order.
     pub(crate) tools: BTreeMap<String, Arc<CheckedTool>>,
@@ -40,6 +40,35 @@ pub(crate) struct ToolSet {
     /// The accepted names as a JSON array, rendered once: the listing of every server shows
     /// them on each call, and 100 servers of 100 tools took milliseconds to build as values.
     pub(crate) names_json: Box<RawValue>,
+    /// Tools held until the user approves them (their definition changed since, or they are
+    /// new), by name, with the reason a model reads. Not among `tools`; the listing shows
+    /// them first among the rejected.
+    pub(crate) held: BTreeMap<String, Rejected>,
+}
+
+impl ToolSet {
+    /// The set of `tools`, the names rendered once.
+    pub(crate) fn new(
+        tools: BTreeMap<String, Arc<CheckedTool>>,
+        rejected: Vec<Rejected>,
+        more_rejected: usize,
+        held: BTreeMap<String, Rejected>,
+    ) -> Self {
+        let names_json = serde_json::value::to_raw_value(&tools.keys().collect::<Vec<_>>())
+            .expect("a list of strings serializes");
+        Self {
+            tools,
+            rejected,
+            more_rejected,
+            names_json,
+            held,
+        }
+    }
+
+    /// The names of the callable tools, in name order, as a Host's status shows them.
+    pub(crate) fn names(&self) -> Arc<[String]> {
+        self.tools.keys().cloned().collect()
+    }
 }
 
 /// A tool the envelope let through.
@@ -105,6 +134,17 @@ pub(super) fn check_tool(
             ),
         ));
     }
+    // Such a tool answers only task-augmented calls (2025-11-25, Tasks), which this Pack does
+    // not make: listed as callable, every call of it would fail.
+    if let Some(Object(execution)) = &tool.execution.0
+        && execution.task_support.0.as_deref() == Some("required")
+    {
+        return Err(reject(
+            &name,
+            "its execution.taskSupport is \"required\": it answers only task-augmented calls, \
+             which this Pack does not make",
+        ));
+    }
     let (hints, annotations_title) = match tool.annotations.0 {
         Some(Object(annotations)) => (annotations.hints(), annotations.title.0),
         None => (None, None),
@@ -162,9 +202,16 @@ pub(super) fn check_tool(
 /// A dropped tool: its name escaped (so a reader tells it from every other) and cut, and the
 /// reason, which may quote the tool's schema; both scrubbed first.
 pub(super) fn reject(scrubber: &Scrubber, name: &str, reason: &str) -> Rejected {
-    Rejected {
-        name: show_escaped(scrubber, name, MAX_TOOL_NAME_CHARS),
-        reason: show(scrubber, reason, MAX_ERROR_CHARS),
+    Rejected::new(scrubber, name, reason)
+}
+
+impl Rejected {
+    /// A tool not shown as callable, for `reason` (see [`reject`]).
+    pub(crate) fn new(scrubber: &Scrubber, name: &str, reason: &str) -> Self {
+        Self {
+            name: show_escaped(scrubber, name, MAX_TOOL_NAME_CHARS),
+            reason: show(scrubber, reason, MAX_ERROR_CHARS),
+        }
     }
 }
 

@@ -45,7 +45,12 @@ pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
                 .filter_map(Value::as_str)
                 .map(str::to_owned)
                 .collect();
-            choose(&supported)
+            let tools_change = result
+                .peek()
+                .pointer("/capabilities/tools/listChanged")
+                .and_then(Value::as_bool)
+                == Some(true);
+            choose(&supported, tools_change)
         }
         // The one retry with a listed version is done. A server that lists only older
         // versions gets the handshake; one that refused a version it lists is answered with
@@ -54,7 +59,7 @@ pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
             code: UNSUPPORTED_PROTOCOL_VERSION,
             ref supported,
             ..
-        }) if !shares_modern(supported) => choose(supported),
+        }) if !shares_modern(supported) => choose(supported, false),
         // A modern server that refused the request: its reason is the answer.
         Err(e @ SessionError::Rpc { modern: true, .. }) => Err(e),
         // Any other 4xx (404 and 405 included), with no modern error in its body.
@@ -76,7 +81,7 @@ fn shares_modern(supported: &[String]) -> bool {
 
 /// The era of a server that speaks `supported`: modern if it shares a modern version, else
 /// legacy if it lists a session-based one the client accepts.
-fn choose(supported: &[String]) -> Result<Era, SessionError> {
+fn choose(supported: &[String], tools_change: bool) -> Result<Era, SessionError> {
     let first_shared = |versions: &[&'static str]| {
         versions
             .iter()
@@ -84,7 +89,7 @@ fn choose(supported: &[String]) -> Result<Era, SessionError> {
             .copied()
     };
     if let Some(version) = first_shared(&MODERN_PROTOCOL_VERSIONS) {
-        return Modern::speaking(version)
+        return Modern::speaking(version, tools_change)
             .map(Era::Modern)
             .ok_or(SessionError::Version);
     }

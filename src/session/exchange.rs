@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 
 use super::SessionError;
+use super::listen::{Changes, TOOLS_CHANGED};
 use crate::envelope::{self, Loose, Untrusted};
 use crate::jsonrpc::{Incoming, Request, Response, to_bytes};
 use crate::policy::{
@@ -40,6 +41,8 @@ pub(super) struct Link {
     pub(super) runtime: Handle,
     /// The Pack's scrubber, for the texts made of what the server says.
     pub(super) scrubber: Arc<Scrubber>,
+    /// What the server said of its tools changing, on any stream.
+    pub(super) changes: Changes,
     next_id: AtomicU64,
 }
 
@@ -49,6 +52,7 @@ impl Link {
             transport,
             runtime,
             scrubber,
+            changes: Changes::default(),
             next_id: AtomicU64::new(0),
         }
     }
@@ -120,6 +124,9 @@ impl Link {
                     continue;
                 };
                 if let Incoming::Notification { method, params } = &message {
+                    if method == TOOLS_CHANGED {
+                        self.changes.notice();
+                    }
                     if let Some(reporter) = reporter.as_deref_mut() {
                         reporter.notice(method, *params, &self.scrubber);
                     }
@@ -169,7 +176,12 @@ impl Link {
     }
 
     /// Answers a server's request in line, so a flood of them is paced by the client.
-    async fn answer_server_request(&self, id: &RawValue, method: &str, outgoing: &Outgoing<'_>) {
+    pub(super) async fn answer_server_request(
+        &self,
+        id: &RawValue,
+        method: &str,
+        outgoing: &Outgoing<'_>,
+    ) {
         let answer = to_bytes(&Response::to_server_request(id, method));
         if let Err(e) = self.transport.send(answer, &outgoing.session).await {
             let error = e.render(&self.scrubber);

@@ -34,6 +34,8 @@ struct State {
     headers: SessionHeaders,
     /// Counts handshakes, so a request knows whether the session changed since it was sent.
     generation: u64,
+    /// The server said it tells of changes to its tools (`capabilities.tools.listChanged`).
+    tools_change: bool,
 }
 
 impl Legacy {
@@ -42,6 +44,17 @@ impl Legacy {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The session's headers now, and which handshake made them.
+    pub(super) fn session(&self) -> (SessionHeaders, u64) {
+        let state = self.state();
+        (state.headers, state.generation)
+    }
+
+    /// Whether the server said it tells of changes to its tools.
+    pub(super) fn tells_of_changes(&self) -> bool {
+        self.state().tools_change
     }
 
     /// The version the handshake agreed on.
@@ -64,7 +77,12 @@ impl Legacy {
         let (result, session_id) = link
             .exchange::<Value, _>(id, "initialize", &params, &fresh, (Wire::Legacy, None))
             .await?;
-        let answered = result.peek().get("protocolVersion").and_then(Value::as_str);
+        let result = result.peek();
+        let answered = result.get("protocolVersion").and_then(Value::as_str);
+        let tools_change = result
+            .pointer("/capabilities/tools/listChanged")
+            .and_then(Value::as_bool)
+            == Some(true);
         let version = ACCEPTED_PROTOCOL_VERSIONS
             .into_iter()
             .find(|v| Some(*v) == answered)
@@ -80,6 +98,7 @@ impl Legacy {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.headers = headers;
         state.generation += 1;
+        state.tools_change = tools_change;
         Ok(())
     }
 

@@ -27,6 +27,8 @@ const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 pub(super) struct Modern {
     /// Index into [`MODERN_PROTOCOL_VERSIONS`] of the version requests declare.
     version: AtomicUsize,
+    /// Its `server/discover` said it tells of changes to its tools (`tools.listChanged`).
+    tools_change: bool,
 }
 
 impl Modern {
@@ -34,17 +36,25 @@ impl Modern {
     pub(super) fn new() -> Self {
         Self {
             version: AtomicUsize::new(0),
+            tools_change: false,
         }
     }
 
-    /// Speaks `version`, one of [`MODERN_PROTOCOL_VERSIONS`].
-    pub(super) fn speaking(version: &str) -> Option<Self> {
+    /// Speaks `version`, one of [`MODERN_PROTOCOL_VERSIONS`], to a server that tells of
+    /// changes to its tools when `tools_change`.
+    pub(super) fn speaking(version: &str, tools_change: bool) -> Option<Self> {
         let index = MODERN_PROTOCOL_VERSIONS
             .iter()
             .position(|v| *v == version)?;
         Some(Self {
             version: AtomicUsize::new(index),
+            tools_change,
         })
+    }
+
+    /// Whether the server said it tells of changes to its tools.
+    pub(super) fn tells_of_changes(&self) -> bool {
+        self.tools_change
     }
 
     pub(super) fn protocol_version(&self) -> &'static str {

@@ -16,6 +16,10 @@
 //! - [`Authorizer`], [`AUTHORIZER`], [`CLIENT_METADATA_URL`], [`AUTHORIZATION_HINT`],
 //!   [`CredentialStore`], [`CREDENTIAL_STORE`]: the user's part of an OAuth authorization and
 //!   the storage of its outcome, which a Host lends to Packs that need them.
+//! - [`PinStore`], [`PIN_STORE`], [`TRUST_HINT`], [`HeldTool`], [`Held`], [`FieldChange`],
+//!   [`StoreError`]: the user's trust in the tools of a Pack's backends, kept between runs,
+//!   and the tools a Pack holds until the user approves them ([`Pack::held`],
+//!   [`Pack::approve`]).
 //!
 //! The contract is deliberately free of async-trait machinery: futures are boxed
 //! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio`.
@@ -29,6 +33,7 @@ mod pack;
 mod packs;
 mod services;
 mod status;
+mod trust;
 
 pub use authorization::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, CLIENT_METADATA_URL,
@@ -38,6 +43,7 @@ pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};
 pub use status::{BackendState, BackendStatus, Progress, ProgressSink, StatusReceiver};
+pub use trust::{FieldChange, Held, HeldTool, PIN_STORE, PinStore, StoreError, TRUST_HINT};
 
 /// A Plugin: inserts its Packs into the Host's registry, given the Host's whole configuration.
 ///

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use serde_json::Value;
 
 use crate::status::{ProgressSink, StatusReceiver};
+use crate::trust::{HeldTool, StoreError};
 
 /// A boxed, sendable future: the contract's only async shape.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -53,6 +54,26 @@ pub trait Pack: Send + Sync {
     /// update the status.
     fn status(&self) -> StatusReceiver {
         tokio::sync::watch::channel(Vec::new()).1
+    }
+
+    /// The tools of `backend` the Pack holds until the user approves them, with what changed
+    /// (see [`crate::PinStore`]). A Pack that holds nothing answers none.
+    fn held(&self, backend: &str) -> BoxFuture<'_, Vec<HeldTool>> {
+        let _ = backend;
+        Box::pin(async { Vec::new() })
+    }
+
+    /// Approves `tools` of `backend` as the user saw them (from [`Pack::held`]): from then on
+    /// each is callable, and its definition is what later ones are compared with. A tool whose
+    /// definition changed again since it was shown is not approved. Answers the names
+    /// approved, or why the approval could not be kept.
+    fn approve(
+        &self,
+        backend: &str,
+        tools: &[HeldTool],
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let _ = (backend, tools);
+        Box::pin(async { Ok(Vec::new()) })
     }
 
     /// Ends the Pack's work: stops its background tasks, abandons calls in flight, tells each

@@ -35,10 +35,12 @@ impl BackendStatus {
 pub enum BackendState {
     /// Still starting.
     Loading,
-    /// Taking calls, with this many tools.
+    /// Taking calls, with these tools; a backend whose tools change is shown again, with the
+    /// new ones.
     Ready {
-        /// How many tools it offers.
-        tools: usize,
+        /// The names of the tools it offers now, in the Pack's order (for `plugin_mcp`, name
+        /// order; held tools are not among them).
+        tools: Arc<[String]>,
     },
     /// It could not be started (unreachable, a bad answer, authorization needed), for this
     /// reason; the Pack may keep trying.
@@ -86,10 +88,12 @@ mod tests {
     #[test]
     fn labels_are_the_listing_s_statuses() {
         assert_eq!(BackendState::Loading.label(), "loading");
-        assert_eq!(BackendState::Ready { tools: 2 }.label(), "ready");
+        let tools: Arc<[String]> = Arc::from(vec!["a".to_owned(), "b".to_owned()]);
+        assert_eq!(BackendState::Ready { tools }.label(), "ready");
         assert_eq!(BackendState::Failed("x".into()).label(), "error");
         assert_eq!(BackendState::Refused("y".into()).label(), "error");
         assert!(BackendState::Loading.is_loading());
-        assert!(!BackendState::Ready { tools: 0 }.is_loading());
+        let none: Arc<[String]> = Arc::from(Vec::new());
+        assert!(!BackendState::Ready { tools: none }.is_loading());
     }
 }
