@@ -30,7 +30,7 @@ use crate::envelope::{self, Shown, ToolSet, log_safe};
 use crate::pins::Pins;
 use crate::policy::{MAX_ERROR_CHARS, RELIST_MIN_INTERVAL, START_ATTEMPT_DEADLINE, retry_delay};
 use crate::secret::Scrubber;
-use crate::session::{CacheHints, Listed, Session, SharedSession};
+use crate::session::{CacheHints, Changes, Listed, Session, SharedSession};
 use crate::transport::{Clients, Transport, TransportError};
 
 /// Where a server stands.
@@ -273,41 +273,61 @@ fn log_listing(name: &str, listed: &Listed) {
 
 /// Follows a ready server's tools: listens for its notices and re-lists on each, for ever.
 async fn follow(server: &Server, session: &SharedSession, scrubber: &Scrubber) {
-    let relisting = async {
-        let name = log_safe(&server.name);
-        let mut last: Option<Instant> = None;
-        let mut failures = 0u32;
-        loop {
-            session.changes().next().await;
-            if let Some(last) = last {
-                tokio::time::sleep_until(last + RELIST_MIN_INTERVAL).await;
+    let name = log_safe(&server.name);
+    let relist = || async {
+        let listed = tokio::time::timeout(
+            START_ATTEMPT_DEADLINE,
+            session.list_tools(server.pins.is_some()),
+        )
+        .await;
+        match listed {
+            Ok(Ok(listed)) => {
+                log_listing(&name, &listed);
+                let tools = listed.tools.tools.len();
+                server.show(Arc::clone(session), listed).await;
+                tracing::info!(server = %name, tools, "tools listed again");
+                Ok(())
             }
-            last = Some(Instant::now());
-            let listed = tokio::time::timeout(
-                START_ATTEMPT_DEADLINE,
-                session.list_tools(server.pins.is_some()),
-            )
-            .await;
-            let reason = match listed {
-                Ok(Ok(listed)) => {
-                    failures = 0;
-                    log_listing(&name, &listed);
-                    let tools = listed.tools.tools.len();
-                    server.show(Arc::clone(session), listed).await;
-                    tracing::info!(server = %name, tools, "tools listed again");
-                    continue;
-                }
-                Ok(Err(e)) => e.render(scrubber),
-                Err(_) => envelope::show(scrubber, &deadline_passed(), MAX_ERROR_CHARS),
-            };
-            // The server keeps the tools it had; the re-list is tried again after a while.
-            failures = failures.saturating_add(1);
-            tracing::warn!(server = %name, reason = %reason.line(), "the tools could not be listed again");
-            tokio::time::sleep(retry_delay(failures)).await;
-            session.changes().notice();
+            Ok(Err(e)) => Err(e.render(scrubber)),
+            Err(_) => Err(envelope::show(scrubber, &deadline_passed(), MAX_ERROR_CHARS)),
         }
     };
+    let relisting = relist_on_notices(session.changes(), relist, |reason: Shown| {
+        // The server keeps the tools it had; the re-list is tried again after a while.
+        tracing::warn!(server = %name, reason = %reason.line(), "the tools could not be listed again");
+    });
     tokio::join!(session.listen(), relisting);
+}
+
+/// Runs `relist` on each notice `changes` takes, for ever: one at a time, at least
+/// [`RELIST_MIN_INTERVAL`] apart, the notices taken meanwhile making one more; a failure is
+/// reported and tried again after [`retry_delay`] of the failures in a row.
+async fn relist_on_notices<R, F, Fut>(
+    changes: &Changes,
+    mut relist: F,
+    mut on_failure: impl FnMut(R),
+) where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), R>>,
+{
+    let mut last: Option<Instant> = None;
+    let mut failures = 0u32;
+    loop {
+        changes.next().await;
+        if let Some(last) = last {
+            tokio::time::sleep_until(last + RELIST_MIN_INTERVAL).await;
+        }
+        last = Some(Instant::now());
+        match relist().await {
+            Ok(()) => failures = 0,
+            Err(reason) => {
+                on_failure(reason);
+                failures = failures.saturating_add(1);
+                tokio::time::sleep(retry_delay(failures)).await;
+                changes.notice();
+            }
+        }
+    }
 }
 
 /// The span every log line about one server is in (its start, each request), which names it.
@@ -444,6 +464,76 @@ mod tests {
             started.elapsed(),
             START_ATTEMPT_DEADLINE + Duration::from_secs(10)
         );
+    }
+
+    /// When each re-list started, since the test did, in milliseconds.
+    type Starts = Arc<Mutex<Vec<u128>>>;
+
+    /// Re-lists on `changes`' notices in the background, each taking `takes` and failing
+    /// while `fails` says so of the how-manieth it is; when each started after `started`.
+    fn relisting(
+        changes: &Arc<Changes>,
+        started: Instant,
+        takes: Duration,
+        fails: impl Fn(usize) -> bool + Send + Sync + 'static,
+    ) -> Starts {
+        let starts: Starts = Arc::default();
+        let (changes, log) = (Arc::clone(changes), Arc::clone(&starts));
+        tokio::spawn(async move {
+            let relist = || {
+                let log = Arc::clone(&log);
+                let fail = {
+                    let mut log = log.lock().expect("log");
+                    log.push(started.elapsed().as_millis());
+                    fails(log.len())
+                };
+                async move {
+                    tokio::time::sleep(takes).await;
+                    if fail { Err(()) } else { Ok(()) }
+                }
+            };
+            relist_on_notices(&changes, relist, |()| {}).await;
+        });
+        starts
+    }
+
+    async fn at(started: Instant, ms: u64) {
+        tokio::time::sleep_until(started + Duration::from_millis(ms)).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn notices_are_coalesced_and_relists_kept_the_interval_apart() {
+        let (changes, started) = (Arc::new(Changes::default()), Instant::now());
+        let starts = relisting(&changes, started, Duration::from_millis(100), |_| false);
+        // A flood at once: one re-list now, one more (all that came meanwhile) after the
+        // interval.
+        for _ in 0..1000 {
+            changes.notice();
+        }
+        at(started, 50).await;
+        changes.notice();
+        at(started, 5_000).await;
+        // One notice exactly at the interval after the last start, one just before it.
+        changes.notice();
+        at(started, 6_999).await;
+        changes.notice();
+        at(started, 20_000).await;
+        let interval = RELIST_MIN_INTERVAL.as_millis();
+        assert_eq!(
+            *starts.lock().expect("log"),
+            [0, interval, 5_000, 5_000 + interval]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_relist_is_tried_again_after_the_backoff() {
+        let (changes, started) = (Arc::new(Changes::default()), Instant::now());
+        let starts = relisting(&changes, started, Duration::ZERO, |n| n <= 3);
+        changes.notice();
+        at(started, 60_000).await;
+        // Failures at 0, 2 s, 4 s (the interval, longer than the 1 s and 2 s backoffs), then
+        // after the third the 4 s backoff: 8 s, which succeeds.
+        assert_eq!(*starts.lock().expect("log"), [0, 2_000, 4_000, 8_000]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -163,3 +163,47 @@ async fn what_the_server_returns_passes_the_envelope() {
     }
     assert!(result.starts_with("ok"), "{result:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_the_server_adds_removes_and_changes_appear_without_a_restart_in_both_eras() {
+    for (args, era) in [(&[][..], "2026-07-28"), (&["--legacy"][..], "2025-11-25")] {
+        let server = PythonServer::start_with(args).await;
+        let pack = ready_pack(&server).await;
+        let listing = support::list(&pack, json!({"namespace": "py"})).await;
+        assert_eq!(listing["protocolVersion"], era);
+        let change = |action: &'static str, name: &'static str| {
+            let pack = Arc::clone(&pack);
+            async move {
+                let args = json!({"action": action, "name": name});
+                support::call(&pack, "py", "change_tools", args).await
+            }
+        };
+        let names = async || {
+            let listing = support::list(&pack, json!({"namespace": "py"})).await;
+            support::tool_names(&listing)
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(change("add", "fresh").await, Ok("changed".to_owned()));
+        support::wait_until(&format!("{era}: fresh is listed"), SETTLE, async || {
+            names().await.contains(&"fresh".to_owned())
+        })
+        .await;
+        assert_eq!(
+            support::call(&pack, "py", "fresh", json!({"text": "hi"})).await,
+            Ok("hi".to_owned())
+        );
+        assert_eq!(change("describe", "fresh").await, Ok("changed".to_owned()));
+        support::wait_until(&format!("{era}: fresh is described anew"), SETTLE, async || {
+            let one = support::list(&pack, json!({"namespace": "py", "toolName": "fresh"})).await;
+            one["tool"]["description"] == "fresh, described anew"
+        })
+        .await;
+        assert_eq!(change("remove", "echo").await, Ok("changed".to_owned()));
+        support::wait_until(&format!("{era}: echo is gone"), SETTLE, async || {
+            !names().await.contains(&"echo".to_owned())
+        })
+        .await;
+    }
+}

@@ -258,3 +258,32 @@ async fn titles_hints_and_output_schemas_are_shown_cleaned_and_capped() {
         format!("{}\n[... 1 characters cut]", "t".repeat(256))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_answers_only_task_augmented_calls_is_not_listed_as_callable() {
+    let server = Hostile::start(|r: &Request| match r.rpc_method() {
+        "tools/list" => {
+            let tool = |name: &str, support: &str| {
+                json!({"name": name, "inputSchema": {"type": "object"},
+                       "execution": {"taskSupport": support}})
+            };
+            let tools = [
+                tool("as_task", "required"),
+                tool("either", "optional"),
+                tool("plain", "forbidden"),
+            ];
+            json_reply(&result_for(r, json!({"tools": tools})))
+        }
+        _ => mcp(r),
+    })
+    .await;
+    let pack = support::pack(json!({"s": {"url": server.url}}));
+    let listing = support::wait_for(&pack, "s", "ready", Duration::from_secs(10)).await;
+    assert_eq!(listing["tools"], json!(["either", "plain"]));
+    let one = support::list(&pack, json!({"namespace": "s"})).await;
+    assert_eq!(
+        one["rejected"],
+        json!([{"name": "as_task", "reason": "its execution.taskSupport is \"required\": it \
+            answers only task-augmented calls, which this Pack does not make"}])
+    );
+}

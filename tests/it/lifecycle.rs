@@ -47,7 +47,7 @@ async fn status_shows_each_server_as_it_changes() {
         BackendState::Refused("local MCP servers (command) are not supported yet".to_owned())
     );
     let settled = settled_states(&pack).await;
-    let tools: std::sync::Arc<[String]> = std::sync::Arc::from(vec!["echo".to_owned()]);
+    let tools: Arc<[String]> = Arc::from(vec!["echo".to_owned()]);
     assert_eq!(settled[1].state, BackendState::Ready { tools });
     let BackendState::Failed(reason) = &settled[0].state else {
         panic!("down failed: {settled:?}");

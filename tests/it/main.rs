@@ -17,4 +17,6 @@ mod eras;
 mod hostile;
 mod invisible;
 mod lifecycle;
+mod live;
+mod pins;
 mod protocol;

@@ -49,6 +49,9 @@ pub enum Step {
     /// Writes nothing more and waits for the client to close the connection, which
     /// [`Hostile::closed_by_client`] then counts.
     AwaitClose,
+    /// Waits until the test says go (`notify_one`), then goes on with the next step: what a
+    /// long-lived stream sends when something happens.
+    Wait(Arc<tokio::sync::Notify>),
 }
 
 /// The steps of one answer; afterwards the connection is closed unless `keep_alive`.
@@ -187,6 +190,7 @@ async fn connection(
                     let _ = stream.flush().await;
                 }
                 Step::Sleep(d) => tokio::time::sleep(d).await,
+                Step::Wait(go) => go.notified().await,
                 Step::Stall => std::future::pending::<()>().await,
                 Step::AwaitClose => {
                     let mut byte = [0u8; 1];

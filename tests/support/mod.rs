@@ -5,6 +5,7 @@
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different part of this module
 
 pub mod canaries;
+pub mod changing;
 pub mod hostile;
 pub mod logs;
 pub mod oauth;

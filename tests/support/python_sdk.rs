@@ -31,8 +31,13 @@ pub struct PythonServer {
 impl PythonServer {
     /// Installs the packages if needed and starts the server.
     pub async fn start() -> PythonServer {
+        Self::start_with(&[]).await
+    }
+
+    /// [`PythonServer::start`] with the server's own arguments (`--legacy`).
+    pub async fn start_with(args: &'static [&'static str]) -> PythonServer {
         static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-        tokio::task::spawn_blocking(|| start(PYTHON.get_or_init(install)))
+        tokio::task::spawn_blocking(move || start(PYTHON.get_or_init(install), args))
             .await
             .expect("the start task")
     }
@@ -88,9 +93,10 @@ fn run(command: &mut Command) {
     );
 }
 
-fn start(python: &Path) -> PythonServer {
+fn start(python: &Path, args: &[&str]) -> PythonServer {
     let mut child = Command::new(python)
         .arg(peers().join("python_sdk_server.py"))
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
