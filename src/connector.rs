@@ -155,9 +155,10 @@ impl Server {
             return;
         };
         let changes = ready.session.changes();
-        let stale = ready.cache.ttl_ms.is_some_and(|ttl| {
-            ready.listed_at + Duration::from_millis(ttl) <= Instant::now()
-        });
+        let stale = ready
+            .cache
+            .ttl_ms
+            .is_some_and(|ttl| ready.listed_at + Duration::from_millis(ttl) <= Instant::now());
         if stale && !changes.subscribed() {
             changes.notice();
         }
@@ -234,12 +235,20 @@ pub(crate) fn spawn(
             scrubbers,
         ));
         let pinned = server.pins.is_some();
-        let attempt = || start(&task_runtime, &spec, &clients, (&own, &scrubber), &auth, pinned);
+        let attempt = || {
+            start(
+                &task_runtime,
+                &spec,
+                &clients,
+                (&own, &scrubber),
+                &auth,
+                pinned,
+            )
+        };
         let name = log_safe(&server.name);
         let on_failure = |reason: Option<Shown>| {
-            let reason = reason.unwrap_or_else(|| {
-                envelope::show(&scrubber, &deadline_passed(), MAX_ERROR_CHARS)
-            });
+            let reason = reason
+                .unwrap_or_else(|| envelope::show(&scrubber, &deadline_passed(), MAX_ERROR_CHARS));
             tracing::warn!(server = %name, reason = %reason.line(), "server did not start");
             server.set(Status::Failed(reason));
         };
@@ -289,7 +298,11 @@ async fn follow(server: &Server, session: &SharedSession, scrubber: &Scrubber) {
                 Ok(())
             }
             Ok(Err(e)) => Err(e.render(scrubber)),
-            Err(_) => Err(envelope::show(scrubber, &deadline_passed(), MAX_ERROR_CHARS)),
+            Err(_) => Err(envelope::show(
+                scrubber,
+                &deadline_passed(),
+                MAX_ERROR_CHARS,
+            )),
         }
     };
     let relisting = relist_on_notices(session.changes(), relist, |reason: Shown| {
@@ -354,7 +367,10 @@ async fn start(
     let session = Session::connect(transport, runtime.clone(), Arc::clone(pack))
         .await
         .map_err(|e| e.render(pack))?;
-    let listed = session.list_tools(pinned).await.map_err(|e| e.render(pack))?;
+    let listed = session
+        .list_tools(pinned)
+        .await
+        .map_err(|e| e.render(pack))?;
     Ok((Arc::new(session), listed))
 }
 

@@ -71,7 +71,10 @@ pub(crate) fn key(namespace: &str, url: &Url) -> String {
     hashed.push(0);
     hashed.extend_from_slice(place.as_str().as_bytes());
     let hash = digest(&SHA256, &hashed);
-    let short: String = hash.as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let short: String = hash.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     format!("{namespace}#{short}")
 }
 
@@ -381,7 +384,9 @@ impl Pins {
         };
         for name in &approved {
             if let Some(now) = state.held.get(name) {
-                record.tools.insert(name.clone(), Pinned::of(&now.definition));
+                record
+                    .tools
+                    .insert(name.clone(), Pinned::of(&now.definition));
             }
         }
         self.save(&record).await?;

@@ -195,10 +195,15 @@ async fn tools_the_server_adds_removes_and_changes_appear_without_a_restart_in_b
             Ok("hi".to_owned())
         );
         assert_eq!(change("describe", "fresh").await, Ok("changed".to_owned()));
-        support::wait_until(&format!("{era}: fresh is described anew"), SETTLE, async || {
-            let one = support::list(&pack, json!({"namespace": "py", "toolName": "fresh"})).await;
-            one["tool"]["description"] == "fresh, described anew"
-        })
+        support::wait_until(
+            &format!("{era}: fresh is described anew"),
+            SETTLE,
+            async || {
+                let one =
+                    support::list(&pack, json!({"namespace": "py", "toolName": "fresh"})).await;
+                one["tool"]["description"] == "fresh, described anew"
+            },
+        )
         .await;
         assert_eq!(change("remove", "echo").await, Ok("changed".to_owned()));
         support::wait_until(&format!("{era}: echo is gone"), SETTLE, async || {

@@ -259,7 +259,9 @@ async fn subscribe(link: &Link, modern: &Modern, acknowledged: &mut impl FnMut()
                     "the server ended it with error {}",
                     error.code()
                 ))),
-                _ => End::Refused(shown("the server answered it with neither result nor error")),
+                _ => End::Refused(shown(
+                    "the server answered it with neither result nor error",
+                )),
             };
         }
         let Incoming::Notification { method, params } = message else {
@@ -319,25 +321,50 @@ mod tests {
 
     #[test]
     fn an_acknowledgement_must_name_the_request_and_accept_no_more_than_was_asked() {
-        let ack = |id: Value, notifications: Value| {
-            json!({"_meta": {SUBSCRIPTION_ID: id}, "notifications": notifications})
-        };
+        let ack = |id: Value, notifications: Value| json!({"_meta": {SUBSCRIPTION_ID: id}, "notifications": notifications});
         let ok = ack(json!(7), json!({"toolsListChanged": true}));
         let acknowledged = "notifications/subscriptions/acknowledged";
         assert_eq!(acknowledgement(7, acknowledged, &ok), Ok(()));
         for (method, params, why) in [
-            (TOOLS_CHANGED, ok.clone(), "its first message was not the acknowledgement"),
-            (acknowledged, ack(json!(8), json!({"toolsListChanged": true})), "names another"),
-            (acknowledged, ack(json!("7"), json!({"toolsListChanged": true})), "names another"),
-            (acknowledged, json!({"notifications": {"toolsListChanged": true}}), "names another"),
+            (
+                TOOLS_CHANGED,
+                ok.clone(),
+                "its first message was not the acknowledgement",
+            ),
             (
                 acknowledged,
-                ack(json!(7), json!({"toolsListChanged": true, "promptsListChanged": true})),
+                ack(json!(8), json!({"toolsListChanged": true})),
+                "names another",
+            ),
+            (
+                acknowledged,
+                ack(json!("7"), json!({"toolsListChanged": true})),
+                "names another",
+            ),
+            (
+                acknowledged,
+                json!({"notifications": {"toolsListChanged": true}}),
+                "names another",
+            ),
+            (
+                acknowledged,
+                ack(
+                    json!(7),
+                    json!({"toolsListChanged": true, "promptsListChanged": true}),
+                ),
                 "not asked for",
             ),
             (acknowledged, ack(json!(7), json!({})), "does not tell"),
-            (acknowledged, ack(json!(7), json!({"toolsListChanged": "yes"})), "not a boolean"),
-            (acknowledged, json!({"_meta": {SUBSCRIPTION_ID: 7}}), "says nothing"),
+            (
+                acknowledged,
+                ack(json!(7), json!({"toolsListChanged": "yes"})),
+                "not a boolean",
+            ),
+            (
+                acknowledged,
+                json!({"_meta": {SUBSCRIPTION_ID: 7}}),
+                "says nothing",
+            ),
         ] {
             let refused = acknowledgement(7, method, &params).expect_err("refused");
             assert!(refused.contains(why), "{params}: {refused}");

@@ -14,7 +14,9 @@ use crate::support;
 use crate::support::changing::{
     Changing, Era, SUBSCRIPTION_ID, acknowledgement, complete, event, sse_head, tool,
 };
-use crate::support::hostile::{Hostile, Request, Script, Step, json_reply, mcp, modern, result_for};
+use crate::support::hostile::{
+    Hostile, Request, Script, Step, json_reply, mcp, modern, result_for,
+};
 
 const SETTLE: Duration = Duration::from_secs(20);
 
@@ -26,10 +28,14 @@ async fn ready_pack(server: &Hostile) -> Arc<dyn Pack> {
 
 /// Waits until the server's listing shows exactly `names`.
 async fn shows(pack: &Arc<dyn Pack>, names: &[&str]) {
-    support::wait_until(&format!("the listing shows {names:?}"), SETTLE, async || {
-        let listing = support::list(pack, json!({"namespace": "s"})).await;
-        support::tool_names(&listing) == names
-    })
+    support::wait_until(
+        &format!("the listing shows {names:?}"),
+        SETTLE,
+        async || {
+            let listing = support::list(pack, json!({"namespace": "s"})).await;
+            support::tool_names(&listing) == names
+        },
+    )
     .await;
 }
 
@@ -45,7 +51,10 @@ async fn a_server_that_adds_removes_and_changes_tools_is_shown_as_it_is_now_in_b
         let pack = ready_pack(&server).await;
         shows(&pack, &["echo", "old"]).await;
 
-        changing.set(json!([tool("echo", "Echoes louder."), tool("added", "New.")]));
+        changing.set(json!([
+            tool("echo", "Echoes louder."),
+            tool("added", "New.")
+        ]));
         changing.tell();
         shows(&pack, &["added", "echo"]).await;
         let one = support::list(&pack, json!({"namespace": "s", "toolName": "echo"})).await;
@@ -106,7 +115,11 @@ async fn a_405_to_the_standalone_stream_means_there_is_none() {
     .await;
     let _pack = ready_pack(&server).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let gets = server.requests().iter().filter(|r| r.method == "GET").count();
+    let gets = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET")
+        .count();
     assert_eq!(gets, 1, "asked once, and never again");
 }
 
@@ -184,7 +197,10 @@ async fn a_relist_that_never_ends_fails_in_its_bounds_and_the_server_keeps_its_t
         let page = r.body["params"]["cursor"].as_str().unwrap_or("0").len();
         let tools = json!([tool(&format!("t{page}"), "Another.")]);
         let cursor = "c".repeat(page + 1);
-        json_reply(&result_for(r, json!({"tools": tools, "nextCursor": cursor})))
+        json_reply(&result_for(
+            r,
+            json!({"tools": tools, "nextCursor": cursor}),
+        ))
     })
     .await;
     let pack = ready_pack(&server).await;
@@ -196,7 +212,11 @@ async fn a_relist_that_never_ends_fails_in_its_bounds_and_the_server_keeps_its_t
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     // At most the first listing and one re-list of 100 pages so far; the next waits.
-    assert!(count(&server, "tools/list") <= 1 + 100, "{}", count(&server, "tools/list"));
+    assert!(
+        count(&server, "tools/list") <= 1 + 100,
+        "{}",
+        count(&server, "tools/list")
+    );
     let listing = support::list(&pack, json!({"namespace": "s"})).await;
     assert_eq!(listing["status"], "ready");
     assert_eq!(support::tool_names(&listing), ["echo"]);
@@ -260,15 +280,22 @@ async fn a_subscription_that_breaks_its_rules_is_ended_and_not_asked_for_again()
         let _pack = ready_pack(&server).await;
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert_eq!(count(&server, "subscriptions/listen"), 1, "not asked again");
-        assert_eq!(count(&server, "tools/list"), 1, "its notice was not acted on");
+        assert_eq!(
+            count(&server, "tools/list"),
+            1,
+            "its notice was not acted on"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_graceful_end_is_an_end_and_an_abrupt_one_is_followed_by_a_new_subscription() {
     let (graceful, _) = subscribing(|r| {
-        let end = result_for(r, json!({"resultType": "complete",
-                                        "_meta": {SUBSCRIPTION_ID: r.body["id"]}}));
+        let end = result_for(
+            r,
+            json!({"resultType": "complete",
+                                        "_meta": {SUBSCRIPTION_ID: r.body["id"]}}),
+        );
         let mut bytes = sse_head();
         bytes.extend(event(&acknowledgement(r)));
         bytes.extend(event(&end));
@@ -297,7 +324,10 @@ async fn a_graceful_end_is_an_end_and_an_abrupt_one_is_followed_by_a_new_subscri
     })
     .await;
     // Each new subscription may have missed a change: the tools are listed again.
-    support::wait_until("a re-list", SETTLE, async || count(&abrupt, "tools/list") >= 2).await;
+    support::wait_until("a re-list", SETTLE, async || {
+        count(&abrupt, "tools/list") >= 2
+    })
+    .await;
     shows(&pack, &["echo"]).await;
 }
 
@@ -330,5 +360,8 @@ async fn a_ttl_is_a_refetch_hint_that_never_blocks_a_call() {
     let call = support::call(&pack, "s", "echo", json!({"text": "b"}));
     let answered = tokio::time::timeout(Duration::from_secs(5), call).await;
     assert_eq!(answered.expect("not blocked"), Ok("b".to_owned()));
-    support::wait_until("a re-list", SETTLE, async || count(&server, "tools/list") == 2).await;
+    support::wait_until("a re-list", SETTLE, async || {
+        count(&server, "tools/list") == 2
+    })
+    .await;
 }

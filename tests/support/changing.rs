@@ -70,7 +70,8 @@ impl Changing {
                 json_reply(&result_for(r, json!({"tools": tools})))
             }
             (Era::Legacy, "GET", _) => {
-                let notice = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                let notice =
+                    json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
                 self.stream(&format!("data: {notice}\n\n"))
             }
             (Era::Legacy, _, _) => mcp(r),
@@ -88,7 +89,9 @@ impl Changing {
                 let notice = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
                                     "params": {"_meta": meta}});
                 let mut script = self.stream(&format!("data: {notice}\n\n"));
-                script.steps.insert(1, Step::Write(event(&acknowledgement(r))));
+                script
+                    .steps
+                    .insert(1, Step::Write(event(&acknowledgement(r))));
                 script
             }
             (Era::Modern, _, _) => modern(r),

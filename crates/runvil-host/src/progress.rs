@@ -182,6 +182,7 @@ mod tests {
     }
 
     fn ready(name: &str, tools: usize) -> BackendStatus {
+        let tools = (0..tools).map(|n| format!("t{n}")).collect();
         server(name, BackendState::Ready { tools })
     }
 

@@ -202,7 +202,7 @@ fn mark(state: &BackendState) -> char {
 /// What a line says of a server's state.
 fn describe(state: &BackendState) -> String {
     match state {
-        BackendState::Ready { tools: count } => format!("ready, {}", tools(*count)),
+        BackendState::Ready { tools: names } => format!("ready, {}", tools(names.len())),
         // An empty reason would leave `error: ` with a trailing space.
         BackendState::Failed(reason) | BackendState::Refused(reason) if !reason.is_empty() => {
             format!("{ERROR_PREFIX}{reason}")
@@ -307,6 +307,7 @@ mod tests {
     }
 
     fn ready(name: &str, tools: usize) -> BackendStatus {
+        let tools = (0..tools).map(|n| format!("t{n}")).collect();
         server(name, BackendState::Ready { tools })
     }
 
