@@ -79,7 +79,7 @@ fn verdicts(servers: Value) -> Result<Vec<Verdict>, String> {
             // A config can hold control characters; they are not for a terminal.
             namespace: s.name.escape_debug().to_string(),
             refused: match s.state {
-                BackendState::Refused(reason) => Some(reason),
+                BackendState::Refused(reason) => Some(crate::untrusted::shown(&reason)),
                 _ => None,
             },
         })

@@ -108,6 +108,8 @@ pub(crate) enum Command {
     Logout {
         /// The server's namespace.
         namespace: String,
+        #[command(flatten)]
+        source: Source,
     },
 }
 
@@ -126,9 +128,12 @@ pub(crate) struct Answer {
     #[command(flatten)]
     pub(crate) source: Source,
 
-    /// Seconds to wait for servers to leave `loading` before answering.
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_WAIT_SECS)]
-    pub(crate) wait: u64,
+    /// Seconds to wait before answering: for a call or one server's listing, until that
+    /// server is ready, through the retries of a server that is down; for the listing of
+    /// every server, until none is loading [default: 30, and a server that is down is said
+    /// when its first attempt ends]
+    #[arg(long, value_name = "SECS")]
+    pub(crate) wait: Option<u64>,
 
     /// Pretty-print JSON output (the default when stdout is a terminal).
     #[arg(long, overrides_with = "compact")]

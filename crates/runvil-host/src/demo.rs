@@ -12,7 +12,7 @@ use shared_mcp_fixture::{Fixture, ToolSet};
 
 use crate::host::{self, EXIT_OK, EXIT_OTHER};
 use crate::output::Format;
-use crate::progress;
+use crate::progress::{self, Until};
 
 /// The demo server's tools: a few kinds of answer, none that needs explaining.
 const TOOLS: &[&str] = &["echo", "add", "image", "slow"];
@@ -77,14 +77,14 @@ async fn show(pack: &Arc<dyn Pack>, servers: &Value) -> u8 {
     ];
     let config = json!({"mcpServers": servers}).to_string();
     host::say(&format!("# mcp.json\n{}\n", Format::Pretty.render(&config)));
-    progress::wait(pack.status(), None, Duration::from_secs(10)).await;
+    progress::wait(pack.status(), None, Duration::from_secs(10), Until::Settled).await;
     for (title, tool, args) in steps {
         host::say(&format!("# {title}: {tool} {args}"));
         match pack.call(tool, args).await {
             Ok(text) => host::say(&format!("{}\n", Format::Pretty.render(&text))),
             Err(e) if title.starts_with("a mistake") => host::say(&format!("{e}\n")),
             Err(e) => {
-                eprintln!("runvil: {e}");
+                eprintln!("runvil: {}", host::said(&e));
                 return host::exit_code(&e);
             }
         }

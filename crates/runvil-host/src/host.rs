@@ -15,13 +15,20 @@ use tokio::runtime::Handle;
 use crate::cli::Answer;
 use crate::credentials::FileStore;
 use crate::output::Format;
+use crate::progress::Until;
+use crate::untrusted::shown;
 use crate::{discovery, progress, signals};
 
 pub(crate) const EXIT_OK: u8 = 0;
 pub(crate) const EXIT_OTHER: u8 = 1;
-const EXIT_INVALID: u8 = 2;
+pub(crate) const EXIT_INVALID: u8 = 2;
 const EXIT_BACKEND: u8 = 3;
 pub(crate) const EXIT_TRANSPORT: u8 = 4;
+
+/// How long `tools` and `call` wait for servers when `--wait` is not given: a server that
+/// has not ended its first attempt to connect and list its tools by then is shown as it
+/// stands.
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
 /// `runvil tools`: the listing, of every server, one server, or one tool.
 pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answer: &Answer) -> u8 {
@@ -55,14 +62,35 @@ pub(crate) async fn call(
     respond(answer, ("mcp/call_dynamic_tool", args), Some(&namespace)).await
 }
 
-/// Builds the Pack of the config, waits for the servers the call needs (`only` one, or all),
-/// makes the call and prints its answer. A signal at any point drops the call (its server is
-/// told) and exits 128 + the signal; either way the Pack is shut down before the exit.
+/// Builds the Pack of the config (over the one server `only` names, so that no other is
+/// contacted), waits for the servers the call needs, makes the call and prints its answer.
+/// A signal at any point drops the call (its server is told) and exits 128 + the signal;
+/// either way the Pack is shut down before the exit.
+///
+/// `--wait` given, a command about one server waits for it to be ready, through the retries
+/// of a server that is down; without it, up to [`DEFAULT_WAIT`] for its first attempt to end,
+/// so a server that is down is said at once. The listing of every server waits until none is
+/// loading.
 async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str>) -> u8 {
-    let pack = match discovery::load(&answer.source).and_then(|config| {
-        discovery::say_warnings(&config.warnings);
-        build_pack(config.servers, Handle::current())
-    }) {
+    let config = match discovery::load(&answer.source) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("runvil: {e}");
+            return EXIT_OTHER;
+        }
+    };
+    discovery::say_warnings(&config.warnings);
+    let servers = match only {
+        Some(namespace) => match self::only(config.servers, namespace) {
+            Ok(servers) => servers,
+            Err(unknown) => {
+                eprintln!("runvil: {unknown}");
+                return EXIT_INVALID;
+            }
+        },
+        None => config.servers,
+    };
+    let pack = match build_pack(servers, Handle::current()) {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");
@@ -74,10 +102,14 @@ async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str
         answer.compact,
         std::io::stdout().is_terminal(),
     );
-    let wait = Duration::from_secs(answer.wait);
+    let until = match (only, answer.wait) {
+        (Some(_), Some(_)) => Until::Ready,
+        _ => Until::Settled,
+    };
+    let wait = answer.wait.map_or(DEFAULT_WAIT, Duration::from_secs);
     let code = tokio::select! {
         code = async {
-            progress::wait(pack.status(), only, wait).await;
+            progress::wait(pack.status(), only, wait, until).await;
             let code = finish(pack.call(tool, args).await, format);
             match only {
                 Some(namespace) if code == EXIT_OK => server_exit_code(&pack, namespace),
@@ -94,14 +126,38 @@ async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str
 }
 
 /// The exit code of a command that answered about one server: its listing is printed even
-/// when the server is in error, which the exit code then says, as a call to it would.
+/// when the server is in error or still loading, which the exit code then says, as a call to
+/// it would.
 fn server_exit_code(pack: &Arc<dyn Pack>, namespace: &str) -> u8 {
     let status = pack.status();
     let state = status.borrow();
     match state.iter().find(|s| s.name == namespace).map(|s| &s.state) {
         Some(BackendState::Failed(_)) => EXIT_TRANSPORT,
-        Some(BackendState::Refused(_)) => EXIT_INVALID,
+        Some(BackendState::Refused(_) | BackendState::Loading) => EXIT_INVALID,
         _ => EXIT_OK,
+    }
+}
+
+/// The config's servers narrowed to the one named `namespace`, so that a command about one
+/// server contacts no other; or, when the config has no such server, the error that says so
+/// with the namespaces it has. A servers value that is not an object is left whole, for the
+/// Pack to refuse with its own reason.
+pub(crate) fn only(servers: Value, namespace: &str) -> Result<Value, String> {
+    let unknown = format!("unknown namespace \"{}\"", shown(namespace));
+    match servers {
+        Value::Object(mut all) => match all.remove(namespace) {
+            Some(entry) => Ok(json!({ namespace: entry })),
+            None if all.is_empty() => Err(format!("{unknown}; the config has no servers")),
+            None => {
+                let names: Vec<String> = all.keys().map(|name| shown(name)).collect();
+                Err(format!(
+                    "{unknown}; the namespaces are: {}",
+                    names.join(", ")
+                ))
+            }
+        },
+        Value::Null => Err(format!("{unknown}; the config has no servers")),
+        other => Ok(other),
     }
 }
 
@@ -142,7 +198,9 @@ fn build_pack_on(
     if let Some(store) = store {
         services.insert(CREDENTIAL_STORE, store);
     }
-    packs.construct("mcp", &services).map_err(|e| e.to_string())
+    packs
+        .construct("mcp", &services)
+        .map_err(|e| format!("the mcp configuration is unusable: {}", shown(&e.reason)))
 }
 
 fn finish(outcome: Result<String, ToolError>, format: Format) -> u8 {
@@ -152,9 +210,21 @@ fn finish(outcome: Result<String, ToolError>, format: Format) -> u8 {
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("runvil: {e}");
+            eprintln!("runvil: {}", said(&e));
             exit_code(&e)
         }
+    }
+}
+
+/// A failed call as runvil says it: in the Pack's own words (written for a model, and plain
+/// to a person: `unknown namespace "x"; the namespaces are: ...`, `docs did not answer within
+/// 300 s`), and a server's own error said to be one, since its text may be a bare `the disk is
+/// full`.
+pub(crate) fn said(e: &ToolError) -> String {
+    let message = shown(e.message());
+    match e {
+        ToolError::Backend(_) => format!("the server answered with an error: {message}"),
+        _ => message,
     }
 }
 

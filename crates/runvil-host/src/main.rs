@@ -13,6 +13,7 @@
 //! - `check`, `serve`, `demo`, `login` (with `logout`): one command each. `signals`: what
 //!   stops a command, and its exit code.
 //! - `credentials`: the file where logins are kept.
+//! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -30,6 +31,7 @@ mod output;
 mod progress;
 mod serve;
 mod signals;
+mod untrusted;
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -71,7 +73,7 @@ fn main() -> ExitCode {
             wait,
             no_browser,
         } => block_on(login::login(namespace, &source, wait, no_browser)),
-        Command::Logout { namespace } => login::logout(&namespace),
+        Command::Logout { namespace, source } => login::logout(&namespace, &source),
     };
     ExitCode::from(code)
 }
