@@ -9,7 +9,7 @@
 //!   (`discovery::lint`).
 //! - `host`: `tools` and `call`, and what every command shares (the Pack, exit codes, stdout).
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
-//! - `logging`: log lines on stderr, with the HTTP stack's lines capped.
+//! - `logging`: log lines on stderr, only the Pack's and runvil's below WARN.
 //! - `check`, `serve`, `demo`, `login` (with `logout`): one command each. `signals`: what
 //!   stops a command, and its exit code.
 //! - `credentials`: the file where logins are kept.

@@ -462,3 +462,73 @@ async fn a_server_without_authorization_needs_none_and_an_unknown_one_is_listed(
     );
     assert_eq!(server.requests().len(), requests, "no server was contacted");
 }
+
+/// A browser for `$BROWSER`, which the `webbrowser` crate runs on Linux with the URL as its
+/// argument: it GETs the authorization URL, reads the `Location` it is sent to, and GETs that,
+/// runvil's loopback callback, as a user who approves does.
+const BROWSER: &str = r#"#!/usr/bin/env python3
+import sys, urllib.error, urllib.request
+
+class Stay(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+try:
+    urllib.request.build_opener(Stay).open(sys.argv[1], timeout=20)
+    sys.exit("the authorization server did not redirect")
+except urllib.error.HTTPError as answer:
+    back = answer.headers["Location"]
+urllib.request.urlopen(back, timeout=20).read()
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_s_url_and_state_are_in_no_log_line_at_debug_or_trace() {
+    let dir = Temp::dir();
+    let browser = dir.write("browser.py", BROWSER);
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    for level in ["debug", "trace"] {
+        let server = hostile::Hostile::start(oauth::World::default().handler()).await;
+        let config = Temp::config(json!({"s": {"url": server.url}}));
+        let credentials = dir.path().join(format!("credentials-{level}.json"));
+        let mut command = support::runvil_command(&["login", "s", "--wait", "30", "--config"]);
+        command
+            .arg(config.arg())
+            .env("RUNVIL_CREDENTIALS", &credentials)
+            .env("BROWSER", &browser)
+            .env("RUST_LOG", level);
+        let out = tokio::time::timeout(
+            Duration::from_secs(60),
+            tokio::process::Command::from(command).output(),
+        )
+        .await
+        .expect("login ends")
+        .expect("runvil runs");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{level}: {stderr}");
+        assert!(
+            stderr.ends_with("runvil: s is authorized\n"),
+            "{level}: {stderr}"
+        );
+        // The browser came: the authorization server saw the URL, with its state.
+        let authorize = server
+            .requests()
+            .into_iter()
+            .find(|r| r.target.starts_with("/as/authorize?"))
+            .expect("the browser opened the authorization URL");
+        let url = format!("http://127.0.0.1:{}{}", server.port, authorize.target);
+        let state = query_param(&url, "state");
+        assert!(state.len() >= 16, "{state}");
+        assert!(
+            !stderr.contains(&state),
+            "{level}: the state is logged: {stderr}"
+        );
+        assert!(
+            !stderr.contains("/as/authorize"),
+            "{level}: the URL is logged: {stderr}"
+        );
+        assert!(
+            stderr.contains("plugin_mcp"),
+            "{level}: the Pack's own lines are still written: {stderr}"
+        );
+    }
+}
