@@ -40,7 +40,7 @@ pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answe
         args.insert("toolName".into(), json!(tool));
     }
     let call = ("mcp/get_dynamic_tools", Value::Object(args));
-    respond(answer, call, namespace.as_deref()).await
+    respond(answer, call, namespace.as_deref(), None).await
 }
 
 /// `runvil call`: one tool's result text.
@@ -58,12 +58,15 @@ pub(crate) async fn call(
             return EXIT_INVALID;
         }
     };
+    let label = format!("{} {}", shown(&namespace), shown(&tool));
     let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
-    respond(answer, ("mcp/call_dynamic_tool", args), Some(&namespace)).await
+    let call = ("mcp/call_dynamic_tool", args);
+    respond(answer, call, Some(&namespace), Some(&label)).await
 }
 
 /// Builds the Pack of the config (over the one server `only` names, so that no other is
-/// contacted), waits for the servers the call needs, makes the call and prints its answer.
+/// contacted), waits for the servers the call needs, makes the call and prints its answer;
+/// a call with `progress_of` (its label) shows the progress its server reports.
 /// A signal at any point drops the call (its server is told) and exits 128 + the signal;
 /// either way the Pack is shut down before the exit.
 ///
@@ -71,7 +74,12 @@ pub(crate) async fn call(
 /// of a server that is down; without it, up to [`DEFAULT_WAIT`] for its first attempt to end,
 /// so a server that is down is said at once. The listing of every server waits until none is
 /// loading.
-async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str>) -> u8 {
+async fn respond(
+    answer: &Answer,
+    (tool, args): (&str, Value),
+    only: Option<&str>,
+    progress_of: Option<&str>,
+) -> u8 {
     let config = match discovery::load(&answer.source) {
         Ok(config) => config,
         Err(e) => {
@@ -110,7 +118,11 @@ async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str
     let code = tokio::select! {
         code = async {
             progress::wait(pack.status(), only, wait, until).await;
-            let code = finish(pack.call(tool, args).await, format);
+            let outcome = match progress_of {
+                Some(label) => progress::call::call(&pack, tool, args, label).await,
+                None => pack.call(tool, args).await,
+            };
+            let code = finish(outcome, format);
             match only {
                 Some(namespace) if code == EXIT_OK => server_exit_code(&pack, namespace),
                 _ => code,

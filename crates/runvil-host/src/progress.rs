@@ -15,7 +15,9 @@
 //!
 //! - `frame`: the text of the frames and of the summary line, as pure functions.
 //! - `live`: drawing frames in place, and [`LogWriter`].
+//! - `call`: a call's progress, shown the same way while the call runs.
 
+pub(crate) mod call;
 mod frame;
 mod live;
 

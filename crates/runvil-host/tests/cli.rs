@@ -326,3 +326,39 @@ async fn the_debug_log_shows_each_request_and_never_a_value() {
     assert!(!log.contains("canary-header-value-42"), "{log}");
     assert!(!log.contains("canary-argument-7"), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_s_progress_is_summed_up_on_a_piped_stderr() {
+    let backend = backend().await;
+    let config = config_for(&backend);
+    let out = tokio::process::Command::from(runvil_command(&[
+        "call",
+        "backend",
+        "progress",
+        "--config",
+        config.arg(),
+    ]))
+    .output()
+    .await
+    .expect("runvil runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "done\n");
+    // The server's escape in each message is cleaned away by the Pack.
+    assert_eq!(
+        text(&out.stderr),
+        "runvil: 1 server: 1 ready\nrunvil: 2 progress notices; the last: step 2 (2/2)\n"
+    );
+    // A call whose server reports no progress says nothing of it.
+    let out = tokio::process::Command::from(runvil_command(&[
+        "call",
+        "backend",
+        "echo",
+        r#"{"text": "x"}"#,
+        "--config",
+        config.arg(),
+    ]))
+    .output()
+    .await
+    .expect("runvil runs");
+    assert_eq!(text(&out.stderr), "runvil: 1 server: 1 ready\n");
+}

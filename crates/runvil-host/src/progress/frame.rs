@@ -28,7 +28,7 @@ use super::End;
 use crate::untrusted;
 
 /// The spinner of a server still loading, one char per tick.
-const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+pub(super) const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 /// The mark of a ready server.
 const READY: char = '✓';
@@ -258,7 +258,7 @@ fn cut_middle(text: &str, room: usize) -> String {
 }
 
 /// `line` in at most `width` columns, its end replaced by [`CUT`] when it does not fit.
-fn cut_end(line: &str, width: usize) -> String {
+pub(super) fn cut_end(line: &str, width: usize) -> String {
     if line.width() <= width {
         return line.to_owned();
     }
