@@ -20,8 +20,8 @@ Exit codes:
   0    success
   1    anything else (no config, an unreadable config, a refused entry in `check`)
   2    invalid: the command line or the tool call was wrong (unknown namespace or tool, bad
-       arguments, a server still loading when --wait ran out, a server whose entry the
-       Pack refused)
+       arguments, a server still loading when --wait ran out, a server whose entry runvil
+       refused)
   3    backend: the server answered with an error
   4    transport: the server could not be reached or did not answer in time (a call to it,
        or `tools NAMESPACE` for it), or `login` ended without authorizing it
@@ -38,6 +38,41 @@ Signals:
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
 
+const DEMO_EXAMPLES: &str = "\
+Example:
+  runvil demo                  the listing, one tool's schema and a few calls, then it exits";
+
+const TOOLS_EXAMPLES: &str = "\
+Examples:
+  runvil tools                 every server: its status and its tools' names
+  runvil tools docs            the tools of docs, with their input schemas
+  runvil tools docs search     one tool
+  runvil tools docs --wait 60  wait up to 60 s for docs to be ready, through its retries";
+
+const CALL_EXAMPLES: &str = "\
+Examples:
+  runvil call docs search '{\"q\": \"tokio\"}'
+  echo '{\"q\": \"tokio\"}' | runvil call docs search -
+  runvil call docs search '{\"q\": \"tokio\"}' --wait 60   wait for docs, through its retries";
+
+const SERVE_EXAMPLES: &str = "\
+Example (the command an MCP client starts; README.md has each client's config):
+  runvil serve --config ~/.config/runvil/mcp.json";
+
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  runvil check                          the config runvil finds (it says which)
+  runvil check --config .vscode/mcp.json";
+
+const LOGIN_EXAMPLES: &str = "\
+Examples:
+  runvil login github                   opens the browser
+  runvil login github --no-browser      prints the URL, to open it anywhere";
+
+const LOGOUT_EXAMPLES: &str = "\
+Example:
+  runvil logout github";
+
 /// How long `tools`, `call` and `serve` wait for a server to leave `loading`: a server that
 /// has not connected and listed its tools by then is shown as it stands.
 const DEFAULT_WAIT_SECS: u64 = 30;
@@ -52,9 +87,12 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Run the Pack against a bundled MCP server on 127.0.0.1: no set-up, no files written.
+    /// List and call the tools of a bundled MCP server on 127.0.0.1: no set-up, no files
+    /// written.
+    #[command(after_help = DEMO_EXAMPLES)]
     Demo,
     /// Print the get_dynamic_tools JSON: every server, one server's tools, or one tool.
+    #[command(after_help = TOOLS_EXAMPLES)]
     Tools {
         /// A server's namespace, as the config names it.
         namespace: Option<String>,
@@ -64,12 +102,13 @@ pub(crate) enum Command {
         answer: Answer,
     },
     /// Call a tool and print its result text.
+    #[command(after_help = CALL_EXAMPLES)]
     Call {
         /// The server's namespace.
         namespace: String,
         /// The tool's name.
         tool: String,
-        /// The arguments, a JSON object (default {}).
+        /// The arguments, a JSON object (default {}); `-` reads them from stdin.
         #[arg(value_name = "ARGS_JSON")]
         args: Option<String>,
         #[command(flatten)]
@@ -77,6 +116,7 @@ pub(crate) enum Command {
     },
     /// Serve get_dynamic_tools and call_dynamic_tool as one MCP server on stdio: a gateway
     /// for Claude Desktop, Cursor, Codex or VS Code over every server of the config.
+    #[command(after_help = SERVE_EXAMPLES)]
     Serve {
         #[command(flatten)]
         source: Source,
@@ -86,12 +126,15 @@ pub(crate) enum Command {
     },
     /// Say whether each server of the config is accepted or refused, and why, without
     /// connecting to any. Exits 0 when every entry is accepted, 1 otherwise.
+    #[command(after_help = CHECK_EXAMPLES)]
     Check {
         #[command(flatten)]
         source: Source,
     },
     /// Log in to a server that requires OAuth: opens the browser (or prints the URL) and keeps
-    /// the outcome in the credentials file for the other commands.
+    /// the outcome in the credentials file for the other commands. Exits 0 only when what
+    /// it obtained is kept there (or the server needs no login, or was authorized already).
+    #[command(after_help = LOGIN_EXAMPLES)]
     Login {
         /// The server's namespace.
         namespace: String,
@@ -105,6 +148,7 @@ pub(crate) enum Command {
         no_browser: bool,
     },
     /// Forget what `login` kept for a server.
+    #[command(after_help = LOGOUT_EXAMPLES)]
     Logout {
         /// The server's namespace.
         namespace: String,
@@ -139,7 +183,7 @@ pub(crate) struct Answer {
     #[arg(long, overrides_with = "compact")]
     pub(crate) pretty: bool,
 
-    /// Print output exactly as the Pack answers it (the default otherwise).
+    /// Print output exactly as it was received (the default otherwise).
     #[arg(long, overrides_with = "pretty")]
     pub(crate) compact: bool,
 }

@@ -113,8 +113,8 @@ fn find(
     let looked: Vec<String> = candidates.iter().map(|(p, _)| shown(p)).collect();
     Err(format!(
         "no config file found. Looked for:\n  --config PATH (not given)\n  \
-         ${CONFIG_VAR} (not set)\n  {}\nPass --config PATH, or run `runvil demo` to see the \
-         Pack without one.",
+         ${CONFIG_VAR} (not set)\n  {}\nPass --config PATH, or run `runvil demo` to see \
+         runvil at work without one.",
         looked.join("\n  ")
     ))
 }
@@ -224,7 +224,7 @@ mod tests {
                 "no config file found. Looked for:\n  --config PATH (not given)\n  \
                  $RUNVIL_MCP_CONFIG (not set)\n  {}\n  {}\n  {}\n  {}\n  \
                  ~/.cursor/mcp.json (HOME is not set)\nPass --config PATH, or run `runvil \
-                 demo` to see the Pack without one.",
+                 demo` to see runvil at work without one.",
                 place("mcp.json"),
                 place(".cursor/mcp.json"),
                 place(".vscode/mcp.json"),

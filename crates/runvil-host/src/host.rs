@@ -50,7 +50,17 @@ pub(crate) async fn call(
     args: Option<String>,
     answer: &Answer,
 ) -> u8 {
-    let arguments = match args.as_deref().map(serde_json::from_str::<Value>) {
+    let text = match args.as_deref() {
+        Some(STDIN_ARGUMENT) => match read_stdin() {
+            Ok(text) => Some(text),
+            Err(e) => {
+                eprintln!("runvil: cannot read ARGS_JSON from stdin: {e}");
+                return EXIT_INVALID;
+            }
+        },
+        other => other.map(str::to_owned),
+    };
+    let arguments = match text.as_deref().map(serde_json::from_str::<Value>) {
         None => json!({}),
         Some(Ok(arguments)) => arguments,
         Some(Err(e)) => {
@@ -62,6 +72,32 @@ pub(crate) async fn call(
     let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
     let call = ("mcp/call_dynamic_tool", args);
     respond(answer, call, Some(&namespace), Some(&label)).await
+}
+
+/// The `ARGS_JSON` that means "read the arguments from stdin", as for most commands that take
+/// a file.
+const STDIN_ARGUMENT: &str = "-";
+
+/// The most read from stdin as ARGS_JSON: far more than any tool's arguments, and a bound on
+/// a stdin that never ends (`runvil call ns t - < /dev/zero`).
+const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads ARGS_JSON from stdin, up to [`MAX_STDIN_BYTES`].
+fn read_stdin() -> Result<String, String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_STDIN_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_STDIN_BYTES {
+        return Err(format!(
+            "it is larger than {} MiB",
+            MAX_STDIN_BYTES / 1024 / 1024
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8".to_owned())
 }
 
 /// Builds the Pack of the config (over the one server `only` names, so that no other is

@@ -362,3 +362,76 @@ async fn a_call_s_progress_is_summed_up_on_a_piped_stderr() {
     .expect("runvil runs");
     assert_eq!(text(&out.stderr), "runvil: 1 server: 1 ready\n");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tls_handshake_with_a_plain_http_server_says_so_in_words() {
+    let backend = backend().await;
+    let https = backend.url().replacen("http://", "https://", 1);
+    let config = Temp::config(json!({"plain": {"url": https}}));
+    let out = tokio::process::Command::from(runvil_command(&[
+        "call",
+        "plain",
+        "echo",
+        "--config",
+        config.arg(),
+    ]))
+    .output()
+    .await
+    .expect("runvil runs");
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let hint = "(is this an http:// server? the URL says https://)";
+    assert!(stderr.contains(hint), "{stderr}");
+    // The call's error, the last line, ends with it.
+    assert!(
+        stderr.lines().last().is_some_and(|l| l.ends_with(hint)),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn every_subcommand_s_help_ends_with_an_example() {
+    for command in ["demo", "tools", "call", "serve", "check", "login", "logout"] {
+        let out = runvil(&[command, "--help"]);
+        assert_eq!(out.status.code(), Some(0), "{command}");
+        let help = text(&out.stdout);
+        let (_, examples) = help
+            .rsplit_once("\nExample")
+            .unwrap_or_else(|| panic!("{command}: no example: {help}"));
+        assert!(
+            examples.contains(&format!("runvil {command}")),
+            "{command}: {help}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_reads_its_arguments_from_stdin_given_a_dash() {
+    use std::process::Stdio;
+    use tokio::io::AsyncWriteExt;
+
+    let backend = backend().await;
+    let config = config_for(&backend);
+    let mut child = tokio::process::Command::from(runvil_command(&[
+        "call",
+        "backend",
+        "echo",
+        "-",
+        "--config",
+        config.arg(),
+    ]))
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("runvil runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(br#"{"text": "from stdin"}"#)
+        .await
+        .expect("written");
+    drop(stdin);
+    let out = child.wait_with_output().await.expect("runvil ends");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "from stdin\n");
+}

@@ -151,7 +151,7 @@ fn still_loading(end: End) -> &'static str {
     match end {
         End::Bound => "still loading; stopped waiting (see --wait)",
         End::Interrupted => "still loading when interrupted",
-        End::Closed => "still loading; the Pack reports no more changes",
+        End::Closed => "still loading; no more news of it will come",
         // Not reached: the wait settles only when nothing it waits for is loading.
         End::Settled => "loading",
     }
@@ -450,7 +450,7 @@ mod tests {
         );
         assert_eq!(
             final_frame(&servers, End::Closed),
-            "… evil\\u{1b}[2J\\nx  still loading; the Pack reports no more changes\n\
+            "… evil\\u{1b}[2J\\nx  still loading; no more news of it will come\n\
              ✓ ok                ready, 3 tools\n"
         );
     }
