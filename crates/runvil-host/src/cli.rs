@@ -9,7 +9,8 @@ use clap::{Args, Parser, Subcommand};
 const AFTER_HELP: &str = "\
 Configuration:
   The config is the first of: --config PATH, $RUNVIL_MCP_CONFIG, ./mcp.json,
-  ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json, ~/.cursor/mcp.json. Its mcpServers
+  ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json, $XDG_CONFIG_HOME/runvil/mcp.json
+  (~/.config/runvil/mcp.json by default), ~/.cursor/mcp.json. Its mcpServers
   object (or VS Code's servers) names the remote MCP servers; comments and trailing commas
   are accepted, as VS Code writes them. `runvil check` shows which file it read; check,
   tools, call and serve warn (without failing) about what runvil does not honour as other
@@ -72,6 +73,24 @@ Examples:
 const LOGOUT_EXAMPLES: &str = "\
 Example:
   runvil logout github";
+
+const ADD_EXAMPLES: &str = "\
+Examples:
+  runvil add docs https://docs.example/mcp
+  runvil add github https://api.githubcopilot.com/mcp/ \\
+      --header 'Authorization: Bearer ${env:GITHUB_TOKEN}'   the file holds no token
+  runvil add docs http://127.0.0.1:8000/mcp --force          replaces docs";
+
+const REMOVE_EXAMPLES: &str = "\
+Examples:
+  runvil remove docs
+  runvil remove docs --config .vscode/mcp.json";
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  runvil completions bash > ~/.local/share/bash-completion/completions/runvil
+  runvil completions zsh > ~/.zfunc/_runvil
+  runvil completions fish > ~/.config/fish/completions/runvil.fish";
 
 /// How long `tools`, `call` and `serve` wait for a server to leave `loading`: a server that
 /// has not connected and listed its tools by then is shown as it stands.
@@ -147,6 +166,42 @@ pub(crate) enum Command {
         #[arg(long)]
         no_browser: bool,
     },
+    /// Add a remote MCP server to the config, as `claude mcp add` does: every other entry,
+    /// field and comment stays as written. Without --config it writes the file the other
+    /// commands read, else a new ./mcp.json.
+    #[command(after_help = ADD_EXAMPLES)]
+    Add {
+        /// The server's name: its namespace in `tools` and `call`.
+        name: String,
+        /// Its Streamable HTTP endpoint, http:// or https:// (${env:NAME} may be used).
+        url: String,
+        /// A header sent with every request to it, as `Name: value`; write a secret value as
+        /// ${env:NAME}, so the file holds only the variable's name (repeatable).
+        #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+        headers: Vec<String>,
+        /// Replace a server of that name instead of refusing.
+        #[arg(long)]
+        force: bool,
+        /// The mcp.json to change [default: the one the other commands read, else ./mcp.json]
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
+    /// Remove a server from the config, leaving every other entry, field and comment as
+    /// written.
+    #[command(after_help = REMOVE_EXAMPLES)]
+    Remove {
+        /// The server's name.
+        name: String,
+        /// The mcp.json to change [default: the one the other commands read]
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
+    /// Print the completion script of a shell, for `runvil`'s commands and options.
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Forget what `login` kept for a server.
     #[command(after_help = LOGOUT_EXAMPLES)]
     Logout {
@@ -161,7 +216,8 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 pub(crate) struct Source {
     /// The mcp.json to read [default: the first of $RUNVIL_MCP_CONFIG, ./mcp.json,
-    /// ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json, ~/.cursor/mcp.json]
+    /// ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json,
+    /// $XDG_CONFIG_HOME/runvil/mcp.json (~/.config/runvil/mcp.json), ~/.cursor/mcp.json]
     #[arg(long, value_name = "PATH")]
     pub(crate) config: Option<PathBuf>,
 }

@@ -10,8 +10,8 @@
 //! - `host`: `tools` and `call`, and what every command shares (the Pack, exit codes, stdout).
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
 //! - `logging`: log lines on stderr, only the Pack's and runvil's below WARN.
-//! - `check`, `serve`, `demo`, `login` (with `logout`): one command each. `signals`: what
-//!   stops a command, and its exit code.
+//! - `check`, `serve`, `demo`, `login` (with `logout`), `edit` (`add` and `remove`): one
+//!   command each. `signals`: what stops a command, and its exit code.
 //! - `credentials`: the file where logins are kept.
 //! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
 
@@ -24,6 +24,7 @@ mod cli;
 mod credentials;
 mod demo;
 mod discovery;
+mod edit;
 mod host;
 mod logging;
 mod login;
@@ -74,6 +75,19 @@ fn main() -> ExitCode {
             no_browser,
         } => block_on(login::login(namespace, &source, wait, no_browser)),
         Command::Logout { namespace, source } => login::logout(&namespace, &source),
+        Command::Add {
+            name,
+            url,
+            headers,
+            force,
+            config,
+        } => edit::add(&name, &url, &headers, force, config.as_deref()),
+        Command::Remove { name, config } => edit::remove(&name, config.as_deref()),
+        Command::Completions { shell } => {
+            let mut command = <cli::Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "runvil", &mut std::io::stdout());
+            host::EXIT_OK
+        }
     };
     ExitCode::from(code)
 }
