@@ -19,10 +19,11 @@ Configuration:
 
 Exit codes:
   0    success
-  1    anything else (no config, an unreadable config, a refused entry in `check`)
+  1    anything else (no config, an unreadable config, a refused entry in `check`, an `add`
+       of a name the file has, a `login` whose authorization could not be kept)
   2    invalid: the command line or the tool call was wrong (unknown namespace or tool, bad
-       arguments, a server still loading when --wait ran out, a server whose entry runvil
-       refused)
+       arguments, a server still loading when the wait ran out, a server whose entry
+       runvil refused)
   3    backend: the server answered with an error
   4    transport: the server could not be reached or did not answer in time (a call to it,
        or `tools NAMESPACE` for it), or `login` ended without authorizing it
@@ -34,8 +35,8 @@ Signals:
   SIGINT, SIGTERM and SIGHUP stop tools, call, serve and login the same way: the call in
   flight is dropped and its server told (notifications/cancelled, or at 2026-07-28 the closed
   stream), every session is ended, then runvil exits with 128 + the signal's number (demo,
-  check and logout are simply ended by the signal). `runvil serve` exits 0 when its client
-  closes stdin.
+  check, logout, add, remove and completions are simply ended by the signal). `runvil
+  serve` exits 0 when its client closes stdin.
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
 

@@ -24,6 +24,17 @@ fn demo_lists_and_calls_a_bundled_server() {
     assert!(stdout.contains("\n5\n"), "{stdout}");
     assert!(stdout.contains("[image omitted: image/png]"), "{stdout}");
     assert!(stdout.contains("\"b\" is a required property"), "{stdout}");
+    // Each step names the runvil command that does the same with one's own server.
+    for heading in [
+        "# the listing: runvil tools\n",
+        "# one tool with its schema: runvil tools demo add\n",
+        "# a call: runvil call demo add '{\"a\": 2, \"b\": 3}'\n",
+        "# an image result: runvil call demo image\n",
+        "# a mistake a model can fix: runvil call demo add '{\"a\": \"two\"}'\n",
+    ] {
+        assert!(stdout.contains(heading), "{heading}: {stdout}");
+    }
+    assert!(!stdout.contains("invalid error"), "{stdout}");
 }
 
 #[test]
