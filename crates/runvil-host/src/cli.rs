@@ -93,9 +93,10 @@ Examples:
   runvil completions zsh > ~/.zfunc/_runvil
   runvil completions fish > ~/.config/fish/completions/runvil.fish";
 
-/// How long `tools`, `call` and `serve` wait for a server to leave `loading`: a server that
-/// has not connected and listed its tools by then is shown as it stands.
-const DEFAULT_WAIT_SECS: u64 = 30;
+/// How long `tools`, `call` and `serve` wait for a server to leave `loading` when `--wait` is
+/// not given: a server that has not ended its first attempt to connect and list its tools by
+/// then is shown as it stands.
+pub(crate) const DEFAULT_WAIT_SECS: u64 = 30;
 
 /// Reach every remote MCP server of an mcp.json through two tools.
 #[derive(Debug, Parser)]

@@ -12,7 +12,7 @@ use runvil_plugin::{
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 
-use crate::cli::Answer;
+use crate::cli::{Answer, DEFAULT_WAIT_SECS};
 use crate::credentials::FileStore;
 use crate::output::Format;
 use crate::progress::Until;
@@ -24,11 +24,6 @@ pub(crate) const EXIT_OTHER: u8 = 1;
 pub(crate) const EXIT_INVALID: u8 = 2;
 const EXIT_BACKEND: u8 = 3;
 pub(crate) const EXIT_TRANSPORT: u8 = 4;
-
-/// How long `tools` and `call` wait for servers when `--wait` is not given: a server that
-/// has not ended its first attempt to connect and list its tools by then is shown as it
-/// stands.
-pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
 /// `runvil tools`: the listing, of every server, one server, or one tool.
 pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answer: &Answer) -> u8 {
@@ -107,7 +102,7 @@ fn read_stdin() -> Result<String, String> {
 /// either way the Pack is shut down before the exit.
 ///
 /// `--wait` given, a command about one server waits for it to be ready, through the retries
-/// of a server that is down; without it, up to [`DEFAULT_WAIT`] for its first attempt to end,
+/// of a server that is down; without it, up to [`DEFAULT_WAIT_SECS`] for its first attempt to end,
 /// so a server that is down is said at once. The listing of every server waits until none is
 /// loading.
 async fn respond(
@@ -150,7 +145,7 @@ async fn respond(
         (Some(_), Some(_)) => Until::Ready,
         _ => Until::Settled,
     };
-    let wait = answer.wait.map_or(DEFAULT_WAIT, Duration::from_secs);
+    let wait = Duration::from_secs(answer.wait.unwrap_or(DEFAULT_WAIT_SECS));
     let code = tokio::select! {
         code = async {
             progress::wait(pack.status(), only, wait, until).await;
