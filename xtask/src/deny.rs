@@ -11,6 +11,14 @@
 //! member's graph, as cargo unifies features across them). Staging takes about two seconds, so
 //! it is done anew each time; the stage stays, so plain `cargo deny --offline check` works
 //! afterwards.
+//!
+//! Then it proves the checks it ran are live ([`crafted`]): with `bans`, cargo-deny must fail
+//! on a crafted graph holding every banned crate and feature; with `advisories`, on crafted
+//! metadata holding a crate with a known vulnerability. These need cargo-deny, which only this
+//! subcommand may assume (CI installs it before running it): `cargo test` runs on a machine
+//! without it, so no test runs them.
+
+pub mod crafted;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -64,11 +72,32 @@ pub fn command(args: &[String]) -> Result<bool, String> {
         .args(["deny", "--offline", "--workspace", "check"])
         .args(checks)
         .status();
-    let passed = status.is_ok_and(|status| status.success());
+    let mut passed = status.is_ok_and(|status| status.success());
     if !passed {
         eprintln!(
             "deny: cargo deny failed, or is not installed (`cargo install --locked cargo-deny`)"
         );
+    }
+    let scratch = std::env::temp_dir().join(format!("build-xtask-deny-{}", std::process::id()));
+    let wanted = |check: &str| checks.is_empty() || checks.iter().any(|c| c == check);
+    let mut proofs: Vec<(&str, Result<(), String>)> = Vec::new();
+    if wanted("bans") {
+        let proof = crafted::bans(&scratch.join("bans"), &root.join("deny.toml"));
+        proofs.push(("bans", proof));
+    }
+    if wanted("advisories") {
+        let proof = crafted::advisories(&root, &scratch.join("advisory-metadata.json"));
+        proofs.push(("advisories", proof));
+    }
+    let _ = fs::remove_dir_all(&scratch);
+    for (check, proof) in proofs {
+        match proof {
+            Ok(()) => eprintln!("deny: {check} is live: cargo deny fails on its crafted graph"),
+            Err(error) => {
+                eprintln!("deny: {check} is not proven live: {error}");
+                passed = false;
+            }
+        }
     }
     Ok(passed)
 }

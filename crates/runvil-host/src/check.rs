@@ -16,10 +16,10 @@ use crate::host::{self, EXIT_OK, EXIT_OTHER};
 
 /// One entry's verdict.
 #[derive(Debug, PartialEq)]
-struct Verdict {
-    namespace: String,
+pub(crate) struct Verdict {
+    pub(crate) namespace: String,
     /// `None` when accepted, else the reason it is refused.
-    refused: Option<String>,
+    pub(crate) refused: Option<String>,
 }
 
 /// Runs the check and answers the process's exit code. Needs no runtime: it makes its own
@@ -66,7 +66,7 @@ pub(crate) fn run(source: &Source) -> u8 {
 }
 
 /// Every entry's verdict, as the Pack sees it the instant it is built.
-fn verdicts(servers: Value) -> Result<Vec<Verdict>, String> {
+pub(crate) fn verdicts(servers: Value) -> Result<Vec<Verdict>, String> {
     // Never driven: tasks spawned on it never run, so no socket is ever opened.
     let idle = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -79,7 +79,7 @@ fn verdicts(servers: Value) -> Result<Vec<Verdict>, String> {
             // A config can hold control characters; they are not for a terminal.
             namespace: s.name.escape_debug().to_string(),
             refused: match s.state {
-                BackendState::Refused(reason) => Some(reason),
+                BackendState::Refused(reason) => Some(crate::untrusted::shown(&reason)),
                 _ => None,
             },
         })

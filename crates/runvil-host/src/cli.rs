@@ -9,7 +9,8 @@ use clap::{Args, Parser, Subcommand};
 const AFTER_HELP: &str = "\
 Configuration:
   The config is the first of: --config PATH, $RUNVIL_MCP_CONFIG, ./mcp.json,
-  ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json, ~/.cursor/mcp.json. Its mcpServers
+  ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json, $XDG_CONFIG_HOME/runvil/mcp.json
+  (~/.config/runvil/mcp.json by default), ~/.cursor/mcp.json. Its mcpServers
   object (or VS Code's servers) names the remote MCP servers; comments and trailing commas
   are accepted, as VS Code writes them. `runvil check` shows which file it read; check,
   tools, call and serve warn (without failing) about what runvil does not honour as other
@@ -18,10 +19,11 @@ Configuration:
 
 Exit codes:
   0    success
-  1    anything else (no config, an unreadable config, a refused entry in `check`)
+  1    anything else (no config, an unreadable config, a refused entry in `check`, an `add`
+       of a name the file has, a `login` whose authorization could not be kept)
   2    invalid: the command line or the tool call was wrong (unknown namespace or tool, bad
-       arguments, a server still loading when --wait ran out, a server whose entry the
-       Pack refused)
+       arguments, a server still loading when the wait ran out, a server whose entry
+       runvil refused)
   3    backend: the server answered with an error
   4    transport: the server could not be reached or did not answer in time (a call to it,
        or `tools NAMESPACE` for it), or `login` ended without authorizing it
@@ -33,14 +35,68 @@ Signals:
   SIGINT, SIGTERM and SIGHUP stop tools, call, serve and login the same way: the call in
   flight is dropped and its server told (notifications/cancelled, or at 2026-07-28 the closed
   stream), every session is ended, then runvil exits with 128 + the signal's number (demo,
-  check and logout are simply ended by the signal). `runvil serve` exits 0 when its client
-  closes stdin.
+  check, logout, add, remove and completions are simply ended by the signal). `runvil
+  serve` exits 0 when its client closes stdin.
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
 
-/// How long `tools`, `call` and `serve` wait for a server to leave `loading`: a server that
-/// has not connected and listed its tools by then is shown as it stands.
-const DEFAULT_WAIT_SECS: u64 = 30;
+const DEMO_EXAMPLES: &str = "\
+Example:
+  runvil demo                  the listing, one tool's schema and a few calls, then it exits";
+
+const TOOLS_EXAMPLES: &str = "\
+Examples:
+  runvil tools                 every server: its status and its tools' names
+  runvil tools docs            the tools of docs, with their input schemas
+  runvil tools docs search     one tool
+  runvil tools docs --wait 60  wait up to 60 s for docs to be ready, through its retries";
+
+const CALL_EXAMPLES: &str = "\
+Examples:
+  runvil call docs search '{\"q\": \"tokio\"}'
+  echo '{\"q\": \"tokio\"}' | runvil call docs search -
+  runvil call docs search '{\"q\": \"tokio\"}' --wait 60   wait for docs, through its retries";
+
+const SERVE_EXAMPLES: &str = "\
+Example (the command an MCP client starts; README.md has each client's config):
+  runvil serve --config ~/.config/runvil/mcp.json";
+
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  runvil check                          the config runvil finds (it says which)
+  runvil check --config .vscode/mcp.json";
+
+const LOGIN_EXAMPLES: &str = "\
+Examples:
+  runvil login github                   opens the browser
+  runvil login github --no-browser      prints the URL, to open it anywhere";
+
+const LOGOUT_EXAMPLES: &str = "\
+Example:
+  runvil logout github";
+
+const ADD_EXAMPLES: &str = "\
+Examples:
+  runvil add docs https://docs.example/mcp
+  runvil add github https://api.githubcopilot.com/mcp/ \\
+      --header 'Authorization: Bearer ${env:GITHUB_TOKEN}'   the file holds no token
+  runvil add docs http://127.0.0.1:8000/mcp --force          replaces docs";
+
+const REMOVE_EXAMPLES: &str = "\
+Examples:
+  runvil remove docs
+  runvil remove docs --config .vscode/mcp.json";
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  runvil completions bash > ~/.local/share/bash-completion/completions/runvil
+  runvil completions zsh > ~/.zfunc/_runvil
+  runvil completions fish > ~/.config/fish/completions/runvil.fish";
+
+/// How long `tools`, `call` and `serve` wait for a server to leave `loading` when `--wait` is
+/// not given: a server that has not ended its first attempt to connect and list its tools by
+/// then is shown as it stands.
+pub(crate) const DEFAULT_WAIT_SECS: u64 = 30;
 
 /// Reach every remote MCP server of an mcp.json through two tools.
 #[derive(Debug, Parser)]
@@ -52,9 +108,12 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Run the Pack against a bundled MCP server on 127.0.0.1: no set-up, no files written.
+    /// List and call the tools of a bundled MCP server on 127.0.0.1: no set-up, no files
+    /// written.
+    #[command(after_help = DEMO_EXAMPLES)]
     Demo,
     /// Print the get_dynamic_tools JSON: every server, one server's tools, or one tool.
+    #[command(after_help = TOOLS_EXAMPLES)]
     Tools {
         /// A server's namespace, as the config names it.
         namespace: Option<String>,
@@ -64,12 +123,13 @@ pub(crate) enum Command {
         answer: Answer,
     },
     /// Call a tool and print its result text.
+    #[command(after_help = CALL_EXAMPLES)]
     Call {
         /// The server's namespace.
         namespace: String,
         /// The tool's name.
         tool: String,
-        /// The arguments, a JSON object (default {}).
+        /// The arguments, a JSON object (default {}); `-` reads them from stdin.
         #[arg(value_name = "ARGS_JSON")]
         args: Option<String>,
         #[command(flatten)]
@@ -77,6 +137,7 @@ pub(crate) enum Command {
     },
     /// Serve get_dynamic_tools and call_dynamic_tool as one MCP server on stdio: a gateway
     /// for Claude Desktop, Cursor, Codex or VS Code over every server of the config.
+    #[command(after_help = SERVE_EXAMPLES)]
     Serve {
         #[command(flatten)]
         source: Source,
@@ -86,12 +147,15 @@ pub(crate) enum Command {
     },
     /// Say whether each server of the config is accepted or refused, and why, without
     /// connecting to any. Exits 0 when every entry is accepted, 1 otherwise.
+    #[command(after_help = CHECK_EXAMPLES)]
     Check {
         #[command(flatten)]
         source: Source,
     },
     /// Log in to a server that requires OAuth: opens the browser (or prints the URL) and keeps
-    /// the outcome in the credentials file for the other commands.
+    /// the outcome in the credentials file for the other commands. Exits 0 only when what
+    /// it obtained is kept there (or the server needs no login, or was authorized already).
+    #[command(after_help = LOGIN_EXAMPLES)]
     Login {
         /// The server's namespace.
         namespace: String,
@@ -104,10 +168,49 @@ pub(crate) enum Command {
         #[arg(long)]
         no_browser: bool,
     },
+    /// Add a remote MCP server to the config, as `claude mcp add` does: every other entry,
+    /// field and comment stays as written. Without --config it writes the file the other
+    /// commands read, else a new ./mcp.json.
+    #[command(after_help = ADD_EXAMPLES)]
+    Add {
+        /// The server's name: its namespace in `tools` and `call`.
+        name: String,
+        /// Its Streamable HTTP endpoint, http:// or https:// (${env:NAME} may be used).
+        url: String,
+        /// A header sent with every request to it, as `Name: value`; write a secret value as
+        /// ${env:NAME}, so the file holds only the variable's name (repeatable).
+        #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+        headers: Vec<String>,
+        /// Replace a server of that name instead of refusing.
+        #[arg(long)]
+        force: bool,
+        /// The mcp.json to change [default: the one the other commands read, else ./mcp.json]
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
+    /// Remove a server from the config, leaving every other entry, field and comment as
+    /// written.
+    #[command(after_help = REMOVE_EXAMPLES)]
+    Remove {
+        /// The server's name.
+        name: String,
+        /// The mcp.json to change [default: the one the other commands read]
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
+    /// Print the completion script of a shell, for `runvil`'s commands and options.
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Forget what `login` kept for a server.
+    #[command(after_help = LOGOUT_EXAMPLES)]
     Logout {
         /// The server's namespace.
         namespace: String,
+        #[command(flatten)]
+        source: Source,
     },
 }
 
@@ -115,7 +218,8 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 pub(crate) struct Source {
     /// The mcp.json to read [default: the first of $RUNVIL_MCP_CONFIG, ./mcp.json,
-    /// ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json, ~/.cursor/mcp.json]
+    /// ./.cursor/mcp.json, ./.vscode/mcp.json, ./.mcp.json,
+    /// $XDG_CONFIG_HOME/runvil/mcp.json (~/.config/runvil/mcp.json), ~/.cursor/mcp.json]
     #[arg(long, value_name = "PATH")]
     pub(crate) config: Option<PathBuf>,
 }
@@ -126,15 +230,18 @@ pub(crate) struct Answer {
     #[command(flatten)]
     pub(crate) source: Source,
 
-    /// Seconds to wait for servers to leave `loading` before answering.
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_WAIT_SECS)]
-    pub(crate) wait: u64,
+    /// Seconds to wait before answering: for a call or one server's listing, until that
+    /// server is ready, through the retries of a server that is down; for the listing of
+    /// every server, until none is loading [default: 30, and a server that is down is said
+    /// when its first attempt ends]
+    #[arg(long, value_name = "SECS")]
+    pub(crate) wait: Option<u64>,
 
     /// Pretty-print JSON output (the default when stdout is a terminal).
     #[arg(long, overrides_with = "compact")]
     pub(crate) pretty: bool,
 
-    /// Print output exactly as the Pack answers it (the default otherwise).
+    /// Print output exactly as it was received (the default otherwise).
     #[arg(long, overrides_with = "pretty")]
     pub(crate) compact: bool,
 }

@@ -5,6 +5,11 @@
 //! `~/.local/state/runvil/credentials.json`. It is created `0600` in a `0700` folder,
 //! replaced atomically (a new file beside it, then a rename), and refused, as ssh refuses a
 //! key, when its permissions let anyone else read it. Errors name the file, never a value.
+//!
+//! The store also keeps a journal of what the Pack did with each key in this process (whether
+//! a load found a record, how the last save ended), so `runvil login` says what was kept
+//! rather than what it hopes: the Pack decides which tokens it saves, and a save that fails
+//! is only a warning to it.
 
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
@@ -25,6 +30,17 @@ pub(crate) struct FileStore {
     path: PathBuf,
     /// Two saves of one process never interleave their read and rename.
     lock: Mutex<()>,
+    /// What happened to each key in this process.
+    journal: Mutex<BTreeMap<String, Journal>>,
+}
+
+/// What happened to one key of the store in this process.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Journal {
+    /// Whether a load found a record under the key: `None` if it was never loaded.
+    pub(crate) found: Option<bool>,
+    /// How the last save under the key ended, with its error (which names the file).
+    pub(crate) saved: Option<Result<(), String>>,
 }
 
 impl FileStore {
@@ -38,10 +54,42 @@ impl FileStore {
                 .or_else(|| var("HOME").map(|home| Path::new(&home).join(".local/state")))?
                 .join("runvil/credentials.json"),
         };
-        Some(Self {
+        Some(Self::at(path))
+    }
+
+    fn at(path: PathBuf) -> Self {
+        Self {
             path,
             lock: Mutex::new(()),
-        })
+            journal: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the file can be read and used: absent, or a credentials file only the user
+    /// may read. The error says what is wrong and what to do.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.read().map(|_| ())
+    }
+
+    /// Whether a record is kept under `key`.
+    pub(crate) fn has(&self, key: &str) -> Result<bool, String> {
+        self.read().map(|records| records.contains_key(key))
+    }
+
+    /// What happened to `key` in this process.
+    pub(crate) fn journal(&self, key: &str) -> Journal {
+        self.journals().get(key).cloned().unwrap_or_default()
+    }
+
+    fn journals(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Journal>> {
+        self.journal
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Every record in the file; an absent file has none.
@@ -61,7 +109,12 @@ impl FileStore {
         }
         let text =
             fs::read_to_string(&self.path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-        serde_json::from_str(&text).map_err(|_| format!("{shown} is not a runvil credentials file"))
+        serde_json::from_str(&text).map_err(|_| {
+            format!(
+                "{shown} is not a runvil credentials file; move it away or remove it, and \
+                 runvil writes a new one at the next login"
+            )
+        })
     }
 
     /// Replaces the file with `records`, atomically.
@@ -102,19 +155,23 @@ impl FileStore {
 
 impl CredentialStore for FileStore {
     fn load(&self, key: &str) -> Option<String> {
-        match self.read() {
+        let record = match self.read() {
             Ok(mut records) => records.remove(key),
             Err(e) => {
                 eprintln!("runvil: {e}");
                 None
             }
-        }
+        };
+        self.journals().entry(key.to_owned()).or_default().found = Some(record.is_some());
+        record
     }
 
     fn save(&self, key: &str, value: &str) -> Result<(), String> {
-        self.change(|records| {
+        let saved = self.change(|records| {
             records.insert(key.to_owned(), value.to_owned());
-        })
+        });
+        self.journals().entry(key.to_owned()).or_default().saved = Some(saved.clone());
+        saved
     }
 
     fn delete(&self, key: &str) -> Result<(), String> {
@@ -129,10 +186,7 @@ mod tests {
     use super::*;
 
     fn store(dir: &Path) -> FileStore {
-        FileStore {
-            path: dir.join("state/runvil/credentials.json"),
-            lock: Mutex::new(()),
-        }
+        FileStore::at(dir.join("state/runvil/credentials.json"))
     }
 
     fn scratch(name: &str) -> PathBuf {
@@ -167,6 +221,27 @@ mod tests {
         assert_eq!(store.load("a"), None);
         assert_eq!(store.load("b").as_deref(), Some("two"));
         assert!(!store.path.with_extension("json.new").exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_journal_says_what_loads_found_and_how_saves_ended() {
+        let dir = scratch("journal");
+        let store = store(&dir);
+        assert_eq!(store.journal("a"), Journal::default());
+        assert_eq!(store.load("a"), None);
+        assert_eq!(store.journal("a").found, Some(false));
+        store.save("a", "one").expect("saved");
+        assert_eq!(store.journal("a").saved, Some(Ok(())));
+        assert_eq!(store.load("a").as_deref(), Some("one"));
+        assert_eq!(store.journal("a").found, Some(true));
+        // A save that cannot write: its error is kept, naming the file.
+        fs::create_dir_all(store.path.with_extension("json.new").join("x")).expect("blocker");
+        let error = store.save("b", "two").expect_err("cannot write");
+        assert_eq!(store.journal("b").saved, Some(Err(error.clone())));
+        assert!(error.starts_with("cannot write "), "{error}");
+        assert!(error.contains("credentials.json"), "{error}");
+        assert_eq!(store.journal("b").found, None);
         let _ = fs::remove_dir_all(&dir);
     }
 

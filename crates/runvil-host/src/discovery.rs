@@ -1,9 +1,11 @@
 //! Which mcp.json a command reads, and the servers object in it.
 //!
 //! The order is `--config PATH`, `$RUNVIL_MCP_CONFIG`, then the project's files `./mcp.json`,
-//! `./.cursor/mcp.json`, `./.vscode/mcp.json`, `./.mcp.json`, then the user's
+//! `./.cursor/mcp.json`, `./.vscode/mcp.json`, `./.mcp.json`, then the user's: runvil's own
+//! `$XDG_CONFIG_HOME/runvil/mcp.json` (`~/.config/runvil/mcp.json` by default), then
 //! `~/.cursor/mcp.json`. What the person said beats what the environment says beats what lies
-//! around, and the project's own file beats the user's. Within the project, the files runvil
+//! around, the project's own file beats the user's, and the user's file for runvil beats the
+//! one another client keeps. Within the project, the files runvil
 //! read before VS Code's and Claude Code's were found keep their place (`mcp.json`, the name
 //! runvil has always read and no other client claims, then Cursor's), so a project that has
 //! one of them is read as it always was; VS Code's folder and Claude Code's project file come
@@ -19,7 +21,7 @@
 //! [`MAX_CONFIG_BYTES`]: larger (say `--config /dev/zero`) is an error, not a wait for memory
 //! to run out.
 
-mod jsonc;
+pub(crate) mod jsonc;
 mod lint;
 
 use std::ffi::OsString;
@@ -58,9 +60,7 @@ pub(crate) fn say_warnings(warnings: &[String]) {
 
 /// Finds and reads the config of this process.
 pub(crate) fn load(source: &Source) -> Result<Config, String> {
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
-    let env = std::env::var_os(CONFIG_VAR).filter(|v| !v.is_empty());
-    let (path, origin) = find(source.config.as_deref(), env, Path::new("."), home)?;
+    let Found { path, origin } = locate(source.config.as_deref())?;
     let (servers, warnings) = read(&path)?;
     Ok(Config {
         path,
@@ -70,12 +70,57 @@ pub(crate) fn load(source: &Source) -> Result<Config, String> {
     })
 }
 
+/// A config file's place, and how it was chosen.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Found {
+    pub(crate) path: PathBuf,
+    pub(crate) origin: &'static str,
+}
+
+/// Where this process's config is: `flag` (`--config`), else as [`find`] says; the error
+/// lists every place looked.
+pub(crate) fn locate(flag: Option<&Path>) -> Result<Found, String> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let places = Places {
+        cwd: Path::new("."),
+        home: var("HOME").map(PathBuf::from),
+        // The XDG base directory specification: a relative value is to be ignored.
+        config_home: var(CONFIG_HOME_VAR)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute()),
+    };
+    let (path, origin) = find(flag, var(CONFIG_VAR), &places)?;
+    Ok(Found { path, origin })
+}
+
+/// The variable naming the user's configuration folder (XDG), `~/.config` when unset.
+const CONFIG_HOME_VAR: &str = "XDG_CONFIG_HOME";
+
+/// Where discovery looks, apart from the process: its directory and the user's folders.
+struct Places<'a> {
+    cwd: &'a Path,
+    home: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME`, when set to an absolute path.
+    config_home: Option<PathBuf>,
+}
+
+impl Places<'_> {
+    /// The user's own runvil config: `$XDG_CONFIG_HOME/runvil/mcp.json`, else
+    /// `~/.config/runvil/mcp.json`.
+    fn own(&self) -> Option<PathBuf> {
+        let config_home = self
+            .config_home
+            .clone()
+            .or_else(|| self.home.as_ref().map(|home| home.join(".config")))?;
+        Some(config_home.join("runvil/mcp.json"))
+    }
+}
+
 /// The config file to read, and how it was chosen.
 fn find(
     flag: Option<&Path>,
     env: Option<OsString>,
-    cwd: &Path,
-    home: Option<OsString>,
+    places: &Places<'_>,
 ) -> Result<(PathBuf, &'static str), String> {
     if let Some(path) = flag {
         return Ok((path.to_owned(), "from --config"));
@@ -83,7 +128,7 @@ fn find(
     if let Some(path) = env {
         return Ok((PathBuf::from(path), "from $RUNVIL_MCP_CONFIG"));
     }
-    let home = home.map(PathBuf::from);
+    let cwd = places.cwd;
     let candidates = [
         (Some(cwd.join("mcp.json")), "found in the current directory"),
         (Some(cwd.join(".cursor/mcp.json")), "found in ./.cursor"),
@@ -92,8 +137,9 @@ fn find(
             Some(cwd.join(".mcp.json")),
             "found in the current directory",
         ),
+        (places.own(), "found in your config folder"),
         (
-            home.as_ref().map(|h| h.join(".cursor/mcp.json")),
+            places.home.as_ref().map(|h| h.join(".cursor/mcp.json")),
             "found in ~/.cursor",
         ),
     ];
@@ -104,17 +150,26 @@ fn find(
             return Ok((path.clone(), origin));
         }
     }
-    let shown = |path: &Option<PathBuf>| {
-        path.as_ref().map_or_else(
-            || "~/.cursor/mcp.json (HOME is not set)".to_owned(),
-            |p| p.display().to_string(),
-        )
-    };
-    let looked: Vec<String> = candidates.iter().map(|(p, _)| shown(p)).collect();
+    let unknown = [
+        "",
+        "",
+        "",
+        "",
+        "~/.config/runvil/mcp.json (neither XDG_CONFIG_HOME nor HOME is set)",
+        "~/.cursor/mcp.json (HOME is not set)",
+    ];
+    let looked: Vec<String> = candidates
+        .iter()
+        .zip(unknown)
+        .map(|((path, _), unknown)| {
+            path.as_ref()
+                .map_or_else(|| unknown.to_owned(), |p| p.display().to_string())
+        })
+        .collect();
     Err(format!(
         "no config file found. Looked for:\n  --config PATH (not given)\n  \
-         ${CONFIG_VAR} (not set)\n  {}\nPass --config PATH, or run `runvil demo` to see the \
-         Pack without one.",
+         ${CONFIG_VAR} (not set)\n  {}\nPass --config PATH, add a server with `runvil add \
+         NAME URL`, or run `runvil demo` to see runvil at work without one.",
         looked.join("\n  ")
     ))
 }
@@ -185,14 +240,21 @@ mod tests {
     fn the_first_source_present_wins() {
         let dir = Dir::new("order");
         let cwd = dir.0.join("project");
-        let home = dir.0.join("home");
-        let home_var = Some(home.into_os_string());
+        let places = Places {
+            cwd: &cwd,
+            home: Some(dir.0.join("home")),
+            config_home: None,
+        };
         let found = |flag: Option<&Path>, env: Option<&str>| {
-            find(flag, env.map(OsString::from), &cwd, home_var.clone()).expect("found")
+            find(flag, env.map(OsString::from), &places).expect("found")
         };
         // From the last to the first: each file, once there, is taken over every one before.
         let order = [
             ("home/.cursor/mcp.json", "found in ~/.cursor"),
+            (
+                "home/.config/runvil/mcp.json",
+                "found in your config folder",
+            ),
             ("project/.mcp.json", "found in the current directory"),
             ("project/.vscode/mcp.json", "found in ./.vscode"),
             ("project/.cursor/mcp.json", "found in ./.cursor"),
@@ -216,21 +278,45 @@ mod tests {
     #[test]
     fn nothing_found_lists_every_place_looked() {
         let dir = Dir::new("none");
-        let error = find(None, None, &dir.0, None).expect_err("nothing there");
+        let places = Places {
+            cwd: &dir.0,
+            home: None,
+            config_home: None,
+        };
+        let error = find(None, None, &places).expect_err("nothing there");
         let place = |relative: &str| dir.0.join(relative).display().to_string();
         assert_eq!(
             error,
             format!(
                 "no config file found. Looked for:\n  --config PATH (not given)\n  \
                  $RUNVIL_MCP_CONFIG (not set)\n  {}\n  {}\n  {}\n  {}\n  \
-                 ~/.cursor/mcp.json (HOME is not set)\nPass --config PATH, or run `runvil \
-                 demo` to see the Pack without one.",
+                 ~/.config/runvil/mcp.json (neither XDG_CONFIG_HOME nor HOME is set)\n  \
+                 ~/.cursor/mcp.json (HOME is not set)\nPass --config PATH, add a server with \
+                 `runvil add NAME URL`, or run `runvil demo` to see runvil at work without one.",
                 place("mcp.json"),
                 place(".cursor/mcp.json"),
                 place(".vscode/mcp.json"),
                 place(".mcp.json"),
             )
         );
+    }
+
+    #[test]
+    fn the_user_s_own_file_is_under_xdg_config_home_else_dot_config() {
+        let places = |home: Option<&str>, config_home: Option<&str>| Places {
+            cwd: Path::new("."),
+            home: home.map(PathBuf::from),
+            config_home: config_home.map(PathBuf::from),
+        };
+        assert_eq!(
+            places(Some("/h"), None).own(),
+            Some(PathBuf::from("/h/.config/runvil/mcp.json"))
+        );
+        assert_eq!(
+            places(Some("/h"), Some("/x")).own(),
+            Some(PathBuf::from("/x/runvil/mcp.json"))
+        );
+        assert_eq!(places(None, None).own(), None);
     }
 
     #[test]

@@ -12,14 +12,16 @@ use runvil_plugin::{
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 
-use crate::cli::Answer;
+use crate::cli::{Answer, DEFAULT_WAIT_SECS};
 use crate::credentials::FileStore;
 use crate::output::Format;
+use crate::progress::Until;
+use crate::untrusted::shown;
 use crate::{discovery, progress, signals};
 
 pub(crate) const EXIT_OK: u8 = 0;
 pub(crate) const EXIT_OTHER: u8 = 1;
-const EXIT_INVALID: u8 = 2;
+pub(crate) const EXIT_INVALID: u8 = 2;
 const EXIT_BACKEND: u8 = 3;
 pub(crate) const EXIT_TRANSPORT: u8 = 4;
 
@@ -33,7 +35,7 @@ pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answe
         args.insert("toolName".into(), json!(tool));
     }
     let call = ("mcp/get_dynamic_tools", Value::Object(args));
-    respond(answer, call, namespace.as_deref()).await
+    respond(answer, call, namespace.as_deref(), None).await
 }
 
 /// `runvil call`: one tool's result text.
@@ -43,7 +45,17 @@ pub(crate) async fn call(
     args: Option<String>,
     answer: &Answer,
 ) -> u8 {
-    let arguments = match args.as_deref().map(serde_json::from_str::<Value>) {
+    let text = match args.as_deref() {
+        Some(STDIN_ARGUMENT) => match read_stdin() {
+            Ok(text) => Some(text),
+            Err(e) => {
+                eprintln!("runvil: cannot read ARGS_JSON from stdin: {e}");
+                return EXIT_INVALID;
+            }
+        },
+        other => other.map(str::to_owned),
+    };
+    let arguments = match text.as_deref().map(serde_json::from_str::<Value>) {
         None => json!({}),
         Some(Ok(arguments)) => arguments,
         Some(Err(e)) => {
@@ -51,18 +63,73 @@ pub(crate) async fn call(
             return EXIT_INVALID;
         }
     };
+    let label = format!("{} {}", shown(&namespace), shown(&tool));
     let args = json!({"namespace": namespace, "toolName": tool, "arguments": arguments});
-    respond(answer, ("mcp/call_dynamic_tool", args), Some(&namespace)).await
+    let call = ("mcp/call_dynamic_tool", args);
+    respond(answer, call, Some(&namespace), Some(&label)).await
 }
 
-/// Builds the Pack of the config, waits for the servers the call needs (`only` one, or all),
-/// makes the call and prints its answer. A signal at any point drops the call (its server is
-/// told) and exits 128 + the signal; either way the Pack is shut down before the exit.
-async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str>) -> u8 {
-    let pack = match discovery::load(&answer.source).and_then(|config| {
-        discovery::say_warnings(&config.warnings);
-        build_pack(config.servers, Handle::current())
-    }) {
+/// The `ARGS_JSON` that means "read the arguments from stdin", as for most commands that take
+/// a file.
+const STDIN_ARGUMENT: &str = "-";
+
+/// The most read from stdin as ARGS_JSON: far more than any tool's arguments, and a bound on
+/// a stdin that never ends (`runvil call ns t - < /dev/zero`).
+const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads ARGS_JSON from stdin, up to [`MAX_STDIN_BYTES`].
+fn read_stdin() -> Result<String, String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_STDIN_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_STDIN_BYTES {
+        return Err(format!(
+            "it is larger than {} MiB",
+            MAX_STDIN_BYTES / 1024 / 1024
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8".to_owned())
+}
+
+/// Builds the Pack of the config (over the one server `only` names, so that no other is
+/// contacted), waits for the servers the call needs, makes the call and prints its answer;
+/// a call with `progress_of` (its label) shows the progress its server reports.
+/// A signal at any point drops the call (its server is told) and exits 128 + the signal;
+/// either way the Pack is shut down before the exit.
+///
+/// `--wait` given, a command about one server waits for it to be ready, through the retries
+/// of a server that is down; without it, up to [`DEFAULT_WAIT_SECS`] for its first attempt to end,
+/// so a server that is down is said at once. The listing of every server waits until none is
+/// loading.
+async fn respond(
+    answer: &Answer,
+    (tool, args): (&str, Value),
+    only: Option<&str>,
+    progress_of: Option<&str>,
+) -> u8 {
+    let config = match discovery::load(&answer.source) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("runvil: {e}");
+            return EXIT_OTHER;
+        }
+    };
+    discovery::say_warnings(&config.warnings);
+    let servers = match only {
+        Some(namespace) => match self::only(config.servers, namespace) {
+            Ok(servers) => servers,
+            Err(unknown) => {
+                eprintln!("runvil: {unknown}");
+                return EXIT_INVALID;
+            }
+        },
+        None => config.servers,
+    };
+    let pack = match build_pack(servers, Handle::current()) {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");
@@ -74,11 +141,19 @@ async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str
         answer.compact,
         std::io::stdout().is_terminal(),
     );
-    let wait = Duration::from_secs(answer.wait);
+    let until = match (only, answer.wait) {
+        (Some(_), Some(_)) => Until::Ready,
+        _ => Until::Settled,
+    };
+    let wait = Duration::from_secs(answer.wait.unwrap_or(DEFAULT_WAIT_SECS));
     let code = tokio::select! {
         code = async {
-            progress::wait(pack.status(), only, wait).await;
-            let code = finish(pack.call(tool, args).await, format);
+            progress::wait(pack.status(), only, wait, until).await;
+            let outcome = match progress_of {
+                Some(label) => progress::call::call(&pack, tool, args, label).await,
+                None => pack.call(tool, args).await,
+            };
+            let code = finish(outcome, format);
             match only {
                 Some(namespace) if code == EXIT_OK => server_exit_code(&pack, namespace),
                 _ => code,
@@ -94,14 +169,38 @@ async fn respond(answer: &Answer, (tool, args): (&str, Value), only: Option<&str
 }
 
 /// The exit code of a command that answered about one server: its listing is printed even
-/// when the server is in error, which the exit code then says, as a call to it would.
+/// when the server is in error or still loading, which the exit code then says, as a call to
+/// it would.
 fn server_exit_code(pack: &Arc<dyn Pack>, namespace: &str) -> u8 {
     let status = pack.status();
     let state = status.borrow();
     match state.iter().find(|s| s.name == namespace).map(|s| &s.state) {
         Some(BackendState::Failed(_)) => EXIT_TRANSPORT,
-        Some(BackendState::Refused(_)) => EXIT_INVALID,
+        Some(BackendState::Refused(_) | BackendState::Loading) => EXIT_INVALID,
         _ => EXIT_OK,
+    }
+}
+
+/// The config's servers narrowed to the one named `namespace`, so that a command about one
+/// server contacts no other; or, when the config has no such server, the error that says so
+/// with the namespaces it has. A servers value that is not an object is left whole, for the
+/// Pack to refuse with its own reason.
+pub(crate) fn only(servers: Value, namespace: &str) -> Result<Value, String> {
+    let unknown = format!("unknown namespace \"{}\"", shown(namespace));
+    match servers {
+        Value::Object(mut all) => match all.remove(namespace) {
+            Some(entry) => Ok(json!({ namespace: entry })),
+            None if all.is_empty() => Err(format!("{unknown}; the config has no servers")),
+            None => {
+                let names: Vec<String> = all.keys().map(|name| shown(name)).collect();
+                Err(format!(
+                    "{unknown}; the namespaces are: {}",
+                    names.join(", ")
+                ))
+            }
+        },
+        Value::Null => Err(format!("{unknown}; the config has no servers")),
+        other => Ok(other),
     }
 }
 
@@ -142,7 +241,9 @@ fn build_pack_on(
     if let Some(store) = store {
         services.insert(CREDENTIAL_STORE, store);
     }
-    packs.construct("mcp", &services).map_err(|e| e.to_string())
+    packs
+        .construct("mcp", &services)
+        .map_err(|e| format!("the mcp configuration is unusable: {}", shown(&e.reason)))
 }
 
 fn finish(outcome: Result<String, ToolError>, format: Format) -> u8 {
@@ -152,9 +253,21 @@ fn finish(outcome: Result<String, ToolError>, format: Format) -> u8 {
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("runvil: {e}");
+            eprintln!("runvil: {}", said(&e));
             exit_code(&e)
         }
+    }
+}
+
+/// A failed call as runvil says it: in the Pack's own words (written for a model, and plain
+/// to a person: `unknown namespace "x"; the namespaces are: ...`, `docs did not answer within
+/// 300 s`), and a server's own error said to be one, since its text may be a bare `the disk is
+/// full`.
+pub(crate) fn said(e: &ToolError) -> String {
+    let message = shown(e.message());
+    match e {
+        ToolError::Backend(_) => format!("the server answered with an error: {message}"),
+        _ => message,
     }
 }
 

@@ -1,114 +1,42 @@
 //! `runvil login NS` and `runvil logout NS`: the user's part of an OAuth authorization, which
-//! the Pack leaves to its Host.
+//! the Pack leaves to its Host, and what is kept of it.
 //!
-//! `login` listens on a random port of 127.0.0.1 for the redirect (RFC 8252's loopback
-//! redirect), opens the system browser at the authorization URL the Pack checked (through the
-//! `webbrowser` crate, which starts the platform's opener without a shell), or with
-//! `--no-browser` prints that URL alone on one line of stderr, and waits up to `--wait`
-//! seconds for the user to come back. The Pack does the rest and saves the outcome in the
-//! credentials file (`credentials`), where later commands find it. Ctrl-C ends the wait and
-//! leaves nothing behind but what was saved. `logout` forgets a server's record.
+//! `login` builds the Pack over that one server, with the loopback authorizer (`loopback`) and
+//! the credentials file (`credentials`) lent, and waits up to `--wait` seconds for the server
+//! to leave `loading`. Its exit code tells the truth about what the next command will find:
+//! 0 only when the credentials file holds what the login obtained (or the server needed no
+//! login, or was authorized already), 1 when the authorization happened but was not kept,
+//! with the reason and what to do. It does not assume which tokens the Pack keeps: it reads
+//! what the authorizer and the store saw (whether the user was asked, whether a save
+//! succeeded, whether a record was found). A credentials file that cannot be used (corrupt,
+//! readable by others) is refused before anything starts, so nobody is sent to a browser for
+//! a login that could not be kept. Ctrl-C ends the wait and leaves nothing behind but what
+//! was saved. `logout` forgets a server's record.
 
+mod loopback;
+
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use runvil_plugin::{AuthorizationRequest, Authorizer, BackendState, BoxFuture, CredentialStore};
-use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpListener;
-use tokio::sync::Mutex;
+use runvil_plugin::{Authorizer, BackendState, CredentialStore};
 
 use crate::cli::Source;
-use crate::credentials::FileStore;
-use crate::host::{self, EXIT_OK, EXIT_OTHER};
-use crate::progress::{self, End, Waited};
+use crate::credentials::{FileStore, Journal};
+use crate::host::{self, EXIT_INVALID, EXIT_OK, EXIT_OTHER, EXIT_TRANSPORT};
+use crate::progress::{self, End, Until, Waited};
+use crate::untrusted::shown;
 use crate::{discovery, signals};
 
-/// The path the browser comes back to.
-const CALLBACK_PATH: &str = "/callback";
-/// What the browser shows once it is back.
-const DONE_PAGE: &str = "runvil: the authorization is complete; you can close this window.\n";
-/// The longest request line read from the browser.
-const MAX_REQUEST_LINE: usize = 16 * 1024;
+use loopback::Loopback;
 
-/// Brings the user through an authorization and back to a loopback listener.
-struct Loopback {
-    listener: Mutex<TcpListener>,
-    redirect_uri: String,
-    no_browser: bool,
-}
-
-impl Authorizer for Loopback {
-    fn redirect_uri(&self) -> String {
-        self.redirect_uri.clone()
-    }
-
-    fn authorize(
-        &self,
-        request: AuthorizationRequest,
-    ) -> BoxFuture<'_, Result<Vec<(String, String)>, String>> {
-        Box::pin(async move {
-            if self.no_browser {
-                eprintln!("runvil: open this URL to authorize {}:", request.namespace);
-                eprintln!("{}", request.url);
-            } else if let Err(e) = webbrowser::open(&request.url) {
-                eprintln!("runvil: could not open a browser ({e}); open this URL:");
-                eprintln!("{}", request.url);
-            } else {
-                eprintln!(
-                    "runvil: authorize {} in the browser that opened",
-                    request.namespace
-                );
-            }
-            let listener = self.listener.lock().await;
-            loop {
-                let (stream, _) = listener
-                    .accept()
-                    .await
-                    .map_err(|e| format!("the redirect listener failed: {e}"))?;
-                if let Some(params) = callback(stream).await {
-                    return Ok(params);
-                }
-            }
-        })
-    }
-}
-
-/// Reads one request; the query parameters if it is the callback, after answering it.
-async fn callback(stream: tokio::net::TcpStream) -> Option<Vec<(String, String)>> {
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    let mut limited = (&mut reader).take(MAX_REQUEST_LINE as u64);
-    limited.read_line(&mut line).await.ok()?;
-    let target = line.strip_prefix("GET ")?.split(' ').next()?.to_owned();
-    let url = callback_params(&target)?;
-    let mut stream = reader.into_inner();
-    let answer = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{DONE_PAGE}",
-        DONE_PAGE.len()
-    );
-    let _ = stream.write_all(answer.as_bytes()).await;
-    let _ = stream.shutdown().await;
-    Some(url)
-}
-
-/// The query parameters of a request target on the callback path.
-fn callback_params(target: &str) -> Option<Vec<(String, String)>> {
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    if path != CALLBACK_PATH {
-        return None;
-    }
-    Some(
-        url::form_urlencoded::parse(query.as_bytes())
-            .into_owned()
-            .collect(),
-    )
-}
+/// What is said when no place for the credentials file is known.
+const NO_PLACE: &str = "no place for the credentials file: set HOME or RUNVIL_CREDENTIALS";
 
 /// `runvil login NS`.
 pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_browser: bool) -> u8 {
     let Some(store) = FileStore::default_place() else {
-        eprintln!("runvil: no place for the credentials file: set HOME or RUNVIL_CREDENTIALS");
+        eprintln!("runvil: {NO_PLACE}");
         return EXIT_OTHER;
     };
     let config = match discovery::load(source) {
@@ -118,27 +46,29 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
             return EXIT_OTHER;
         }
     };
-    let Some(entry) = config.servers.get(&namespace).cloned() else {
-        eprintln!("runvil: the config has no server {namespace}");
-        return EXIT_OTHER;
+    // The one server only: another server of the config must not ask for a login now.
+    let servers = match host::only(config.servers, &namespace) {
+        Ok(servers) => servers,
+        Err(unknown) => {
+            eprintln!("runvil: {unknown}");
+            return EXIT_INVALID;
+        }
     };
-    let listener = match TcpListener::bind("127.0.0.1:0").await {
-        Ok(listener) => listener,
+    if let Err(e) = store.check() {
+        eprintln!("runvil: cannot log in to {}: {e}", shown(&namespace));
+        return EXIT_OTHER;
+    }
+    let loopback = match Loopback::bind(no_browser).await {
+        Ok(loopback) => Arc::new(loopback),
         Err(e) => {
             eprintln!("runvil: cannot listen on 127.0.0.1 for the redirect: {e}");
             return EXIT_OTHER;
         }
     };
-    let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
-    let authorizer: Arc<dyn Authorizer> = Arc::new(Loopback {
-        listener: Mutex::new(listener),
-        redirect_uri: format!("http://127.0.0.1:{port}{CALLBACK_PATH}"),
-        no_browser,
-    });
-    let store: Arc<dyn CredentialStore> = Arc::new(store);
-    // The one server only: another server of the config must not ask for a login now.
-    let servers = json!({ &namespace: entry });
-    let pack = match host::build_pack_with(servers, Some(authorizer), Some(store)) {
+    let store = Arc::new(store);
+    let authorizer: Arc<dyn Authorizer> = loopback.clone();
+    let lent: Arc<dyn CredentialStore> = store.clone();
+    let pack = match host::build_pack_with(servers, Some(authorizer), Some(lent)) {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");
@@ -147,7 +77,16 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
     };
     let wait = Duration::from_secs(wait);
     let code = tokio::select! {
-        waited = progress::wait(pack.status(), Some(&namespace), wait) => outcome(&waited, &namespace),
+        waited = progress::wait(pack.status(), Some(&namespace), wait, Until::Settled) => {
+            let seen = Seen {
+                asked: loopback.asked(),
+                journal: store.journal(&namespace),
+                file: store.path(),
+            };
+            let (said, code) = verdict(&waited, &namespace, &seen);
+            eprintln!("runvil: {said}");
+            code
+        }
         stop = signals::stopped() => {
             eprintln!("runvil: {}", stop.said());
             stop.exit_code()
@@ -157,60 +96,165 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
     code
 }
 
-/// How the login ended, from where the server stood when the wait ended.
-fn outcome(waited: &Waited, namespace: &str) -> u8 {
+/// What runvil saw of a login: whether the user was asked, what the store did with the
+/// server's key, and the file.
+struct Seen<'a> {
+    asked: bool,
+    journal: Journal,
+    file: &'a Path,
+}
+
+/// What `login` says, and its exit code, from where the server stood when the wait ended and
+/// what runvil saw.
+fn verdict(waited: &Waited, namespace: &str, seen: &Seen<'_>) -> (String, u8) {
+    let name = shown(namespace);
     match waited.servers.first().map(|s| &s.state) {
-        Some(BackendState::Ready { .. }) => {
-            eprintln!("runvil: {namespace} is authorized");
-            EXIT_OK
-        }
-        Some(BackendState::Failed(reason) | BackendState::Refused(reason)) => {
-            eprintln!("runvil: {namespace} is not authorized: {reason}");
-            host::EXIT_TRANSPORT
-        }
+        Some(BackendState::Ready { .. }) => match (&seen.journal.saved, seen.asked) {
+            (Some(Err(e)), _) => (
+                format!(
+                    "{name} was authorized, but the credentials could not be kept: {e}; the \
+                     next command will need a login again: fix that, then run `runvil login \
+                     {name}` again"
+                ),
+                EXIT_OTHER,
+            ),
+            (Some(Ok(())), _) => (format!("{name} is authorized"), EXIT_OK),
+            (None, true) => (
+                format!(
+                    "{name} was authorized for this run only: nothing was kept in {}, so the \
+                     next command cannot use it",
+                    seen.file.display()
+                ),
+                EXIT_OTHER,
+            ),
+            (None, false) if seen.journal.found == Some(true) => {
+                (format!("{name} is already authorized"), EXIT_OK)
+            }
+            (None, false) => (format!("{name} needs no authorization"), EXIT_OK),
+        },
+        Some(BackendState::Failed(reason) | BackendState::Refused(reason)) => (
+            format!("{name} is not authorized: {}", shown(reason)),
+            EXIT_TRANSPORT,
+        ),
         _ if waited.end == End::Bound => {
-            eprintln!("runvil: {namespace} was not authorized in time");
-            host::EXIT_TRANSPORT
+            (format!("{name} was not authorized in time"), EXIT_TRANSPORT)
         }
-        _ => {
-            eprintln!("runvil: {namespace} was not authorized");
-            host::EXIT_TRANSPORT
-        }
+        _ => (format!("{name} was not authorized"), EXIT_TRANSPORT),
     }
 }
 
-/// `runvil logout NS`.
-pub(crate) fn logout(namespace: &str) -> u8 {
+/// `runvil logout NS`: forgets the record kept for NS. Nothing kept is no error (the record is
+/// gone either way, exit 0), unless the config has no such server: then it is most likely a
+/// typo, said as `call` says it (exit 2).
+pub(crate) fn logout(namespace: &str, source: &Source) -> u8 {
     let Some(store) = FileStore::default_place() else {
-        eprintln!("runvil: no place for the credentials file: set HOME or RUNVIL_CREDENTIALS");
+        eprintln!("runvil: {NO_PLACE}");
         return EXIT_OTHER;
     };
-    match store.delete(namespace) {
-        Ok(()) => {
-            eprintln!("runvil: forgot the credentials of {namespace}");
-            EXIT_OK
-        }
+    let name = shown(namespace);
+    match store.has(namespace) {
         Err(e) => {
             eprintln!("runvil: {e}");
             EXIT_OTHER
+        }
+        Ok(true) => match store.delete(namespace) {
+            Ok(()) => {
+                eprintln!("runvil: forgot the credentials of {name}");
+                EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("runvil: {e}");
+                EXIT_OTHER
+            }
+        },
+        Ok(false) => {
+            // The config is only asked whether the name is one of its servers; one that cannot
+            // be read is no obstacle to forgetting, unless it was named on the command line.
+            match discovery::load(source) {
+                Ok(config) => {
+                    if let Err(unknown) = host::only(config.servers, namespace) {
+                        eprintln!("runvil: {unknown} (and nothing was stored for it)");
+                        return EXIT_INVALID;
+                    }
+                }
+                Err(e) if source.config.is_some() => {
+                    eprintln!("runvil: {e}");
+                    return EXIT_OTHER;
+                }
+                Err(_) => {}
+            }
+            eprintln!(
+                "runvil: nothing was stored for {name} in {}; nothing to forget",
+                store.path().display()
+            );
+            EXIT_OK
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use runvil_plugin::BackendStatus;
+
     use super::*;
 
+    fn ready() -> Waited {
+        Waited {
+            servers: vec![BackendStatus::new("s", BackendState::Ready { tools: 1 })],
+            end: End::Settled,
+        }
+    }
+
+    fn seen(asked: bool, found: Option<bool>, saved: Option<Result<(), String>>) -> Seen<'static> {
+        Seen {
+            asked,
+            journal: Journal { found, saved },
+            file: Path::new("/home/me/.local/state/runvil/credentials.json"),
+        }
+    }
+
     #[test]
-    fn only_the_callback_path_gives_parameters() {
+    fn a_ready_server_is_reported_by_what_was_kept() {
+        let said = |seen: Seen<'_>| verdict(&ready(), "s", &seen);
         assert_eq!(
-            callback_params("/callback?code=c%201&state=s"),
-            Some(vec![
-                ("code".to_owned(), "c 1".to_owned()),
-                ("state".to_owned(), "s".to_owned())
-            ])
+            said(seen(true, Some(false), Some(Ok(())))),
+            ("s is authorized".to_owned(), EXIT_OK)
         );
-        assert_eq!(callback_params("/favicon.ico"), None);
-        assert_eq!(callback_params("/callback"), Some(vec![]));
+        let (text, code) = said(seen(true, None, Some(Err("cannot write F: full".into()))));
+        assert_eq!(code, EXIT_OTHER);
+        assert_eq!(
+            text,
+            "s was authorized, but the credentials could not be kept: cannot write F: full; the \
+             next command will need a login again: fix that, then run `runvil login s` again"
+        );
+        let (text, code) = said(seen(true, Some(false), None));
+        assert_eq!(code, EXIT_OTHER);
+        assert!(text.contains("nothing was kept in /home/me/"), "{text}");
+        assert_eq!(
+            said(seen(false, Some(true), None)),
+            ("s is already authorized".to_owned(), EXIT_OK)
+        );
+        assert_eq!(
+            said(seen(false, Some(false), None)),
+            ("s needs no authorization".to_owned(), EXIT_OK)
+        );
+        assert_eq!(
+            said(seen(false, None, None)),
+            ("s needs no authorization".to_owned(), EXIT_OK)
+        );
+    }
+
+    #[test]
+    fn a_reason_cannot_forge_a_line() {
+        let waited = Waited {
+            servers: vec![BackendStatus::new(
+                "s",
+                BackendState::Failed("bad\nrunvil: s is authorized".into()),
+            )],
+            end: End::Settled,
+        };
+        let (text, code) = verdict(&waited, "s", &seen(true, None, None));
+        assert_eq!(code, EXIT_TRANSPORT);
+        assert_eq!(text, "s is not authorized: bad\\nrunvil: s is authorized");
     }
 }

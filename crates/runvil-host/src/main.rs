@@ -9,10 +9,11 @@
 //!   (`discovery::lint`).
 //! - `host`: `tools` and `call`, and what every command shares (the Pack, exit codes, stdout).
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
-//! - `logging`: log lines on stderr, with the HTTP stack's lines capped.
-//! - `check`, `serve`, `demo`, `login` (with `logout`): one command each. `signals`: what
-//!   stops a command, and its exit code.
+//! - `logging`: log lines on stderr, only the Pack's and runvil's below WARN.
+//! - `check`, `serve`, `demo`, `login` (with `logout`), `edit` (`add` and `remove`): one
+//!   command each. `signals`: what stops a command, and its exit code.
 //! - `credentials`: the file where logins are kept.
+//! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -23,6 +24,7 @@ mod cli;
 mod credentials;
 mod demo;
 mod discovery;
+mod edit;
 mod host;
 mod logging;
 mod login;
@@ -30,6 +32,7 @@ mod output;
 mod progress;
 mod serve;
 mod signals;
+mod untrusted;
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -71,7 +74,20 @@ fn main() -> ExitCode {
             wait,
             no_browser,
         } => block_on(login::login(namespace, &source, wait, no_browser)),
-        Command::Logout { namespace } => login::logout(&namespace),
+        Command::Logout { namespace, source } => login::logout(&namespace, &source),
+        Command::Add {
+            name,
+            url,
+            headers,
+            force,
+            config,
+        } => edit::add(&name, &url, &headers, force, config.as_deref()),
+        Command::Remove { name, config } => edit::remove(&name, config.as_deref()),
+        Command::Completions { shell } => {
+            let mut command = <cli::Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "runvil", &mut std::io::stdout());
+            host::EXIT_OK
+        }
     };
     ExitCode::from(code)
 }

@@ -1,8 +1,8 @@
 //! Waiting for servers to leave `loading`, and showing it on stderr.
 //!
 //! The wait follows the Pack's status channel: it wakes when a status changes, and ends when
-//! none of the servers waited for is loading, when its bound passes, or when the Pack reports
-//! no more. It never polls. A caller that stops it (a signal, in a `select!`) drops it, and
+//! the servers waited for are as it wants them ([`Until`]: none loading, or each ready), when
+//! its bound passes, or when the Pack reports no more. It never polls. A caller that stops it (a signal, in a `select!`) drops it, and
 //! the final frame says so.
 //!
 //! On a terminal each server gets a line that updates in place, so a person sees which
@@ -15,14 +15,16 @@
 //!
 //! - `frame`: the text of the frames and of the summary line, as pure functions.
 //! - `live`: drawing frames in place, and [`LogWriter`].
+//! - `call`: a call's progress, shown the same way while the call runs.
 
+pub(crate) mod call;
 mod frame;
 mod live;
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use runvil_plugin::{BackendStatus, StatusReceiver};
+use runvil_plugin::{BackendState, BackendStatus, StatusReceiver};
 use tokio::time::MissedTickBehavior;
 
 pub(crate) use live::LogWriter;
@@ -36,7 +38,7 @@ const DUMB_TERM: &str = "dumb";
 /// What ended a wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum End {
-    /// None of the servers waited for is loading.
+    /// The servers waited for are as the wait wanted them.
     Settled,
     /// The bound passed with some still loading.
     Bound,
@@ -46,6 +48,29 @@ pub(crate) enum End {
     Interrupted,
 }
 
+/// What a wait waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Until {
+    /// None of the servers is loading: each has ended its first attempt, ready or not.
+    Settled,
+    /// Each server is ready, or refused (a refused entry never starts): a server in error
+    /// is waited for through its retries, as a user who gave `--wait` asked.
+    Ready,
+}
+
+impl Until {
+    /// Whether `server` is still waited for.
+    fn waits_for(self, server: &BackendStatus) -> bool {
+        match self {
+            Self::Settled => server.state.is_loading(),
+            Self::Ready => !matches!(
+                server.state,
+                BackendState::Ready { .. } | BackendState::Refused(_)
+            ),
+        }
+    }
+}
+
 /// How a wait ended, and where the servers it waited for stood then.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Waited {
@@ -53,17 +78,22 @@ pub(crate) struct Waited {
     pub(crate) end: End,
 }
 
-/// Waits until none of the servers of `status` (or `only` the one of that name) is loading or
-/// `bound` passes, showing each server's status on stderr as it changes; when it ends, the
+/// Waits until the servers of `status` (or `only` the one of that name) are as `until` says
+/// or `bound` passes, showing each server's status on stderr as it changes; when it ends, the
 /// final frame or the summary line is written. Dropped before it ends, it writes them as
 /// interrupted.
-pub(crate) async fn wait(status: StatusReceiver, only: Option<&str>, bound: Duration) -> Waited {
+pub(crate) async fn wait(
+    status: StatusReceiver,
+    only: Option<&str>,
+    bound: Duration,
+    until: Until,
+) -> Waited {
     let display = if live_terminal() {
         Display::Live(live::Live::start())
     } else {
         Display::Summary
     };
-    wait_showing(status, only, bound, display).await
+    wait_showing(status, only, bound, until, display).await
 }
 
 /// Whether stderr can show a live frame.
@@ -76,6 +106,7 @@ async fn wait_showing(
     mut status: StatusReceiver,
     only: Option<&str>,
     bound: Duration,
+    until: Until,
     display: Display,
 ) -> Waited {
     let mut shown = Shown {
@@ -91,7 +122,7 @@ async fn wait_showing(
     let mut bound_passed = std::pin::pin!(bound_passed);
     let end = loop {
         shown.servers = asked(&status.borrow_and_update(), only);
-        if !shown.servers.iter().any(|s| s.state.is_loading()) {
+        if !shown.servers.iter().any(|s| until.waits_for(s)) {
             break End::Settled;
         }
         shown.draw();
@@ -167,7 +198,6 @@ impl Drop for Shown {
 
 #[cfg(test)]
 mod tests {
-    use runvil_plugin::BackendState;
     use tokio::sync::watch;
 
     use super::*;
@@ -194,8 +224,17 @@ mod tests {
         only: Option<&str>,
         bound: Duration,
     ) -> (Waited, Duration) {
+        run_wait_until(status, only, bound, Until::Settled).await
+    }
+
+    async fn run_wait_until(
+        status: StatusReceiver,
+        only: Option<&str>,
+        bound: Duration,
+        until: Until,
+    ) -> (Waited, Duration) {
         let start = Instant::now();
-        let waited = wait_showing(status, only, bound, Display::Summary).await;
+        let waited = wait_showing(status, only, bound, until, Display::Summary).await;
         (waited, start.elapsed())
     }
 
@@ -261,6 +300,37 @@ mod tests {
             },
             "no such server: nothing to wait for"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_until_ready_waits_through_errors_but_not_for_a_refused_entry() {
+        let failed = || server("a", BackendState::Failed("down".into()));
+        let (sender, status) = watch::channel(vec![loading("a")]);
+        let changes = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            sender.send_replace(vec![failed()]);
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            sender.send_replace(vec![ready("a", 1)]);
+            tokio::time::sleep(LONG).await;
+            drop(sender);
+        });
+        let (waited, elapsed) = run_wait_until(status, Some("a"), LONG, Until::Ready).await;
+        assert_eq!(waited.servers, [ready("a", 1)]);
+        assert_eq!(elapsed, Duration::from_secs(3), "through the error");
+        changes.abort();
+
+        let (_sender, status) = watch::channel(vec![failed()]);
+        let bound = Duration::from_secs(4);
+        let (waited, elapsed) = run_wait_until(status, Some("a"), bound, Until::Ready).await;
+        assert_eq!((waited.end, elapsed), (End::Bound, bound));
+        let (_sender, status) = watch::channel(vec![failed()]);
+        let (waited, _) = run_wait_until(status, Some("a"), bound, Until::Settled).await;
+        assert_eq!(waited.end, End::Settled, "an error has left loading");
+
+        let refused = server("a", BackendState::Refused("url is missing".into()));
+        let (_sender, status) = watch::channel(vec![refused]);
+        let (waited, elapsed) = run_wait_until(status, Some("a"), LONG, Until::Ready).await;
+        assert_eq!((waited.end, elapsed), (End::Settled, Duration::ZERO));
     }
 
     #[tokio::test(start_paused = true)]

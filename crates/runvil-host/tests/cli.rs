@@ -24,6 +24,17 @@ fn demo_lists_and_calls_a_bundled_server() {
     assert!(stdout.contains("\n5\n"), "{stdout}");
     assert!(stdout.contains("[image omitted: image/png]"), "{stdout}");
     assert!(stdout.contains("\"b\" is a required property"), "{stdout}");
+    // Each step names the runvil command that does the same with one's own server.
+    for heading in [
+        "# the listing: runvil tools\n",
+        "# one tool with its schema: runvil tools demo add\n",
+        "# a call: runvil call demo add '{\"a\": 2, \"b\": 3}'\n",
+        "# an image result: runvil call demo image\n",
+        "# a mistake a model can fix: runvil call demo add '{\"a\": \"two\"}'\n",
+    ] {
+        assert!(stdout.contains(heading), "{heading}: {stdout}");
+    }
+    assert!(!stdout.contains("invalid error"), "{stdout}");
 }
 
 #[test]
@@ -193,11 +204,11 @@ async fn tools_and_call_reach_a_server_and_say_one_summary_line() {
     let out = run(&["call", "backend", "fails"]).await.expect("runs");
     assert_eq!(out.status.code(), Some(3));
     assert!(
-        text(&out.stderr).contains("backend error:"),
+        text(&out.stderr)
+            .ends_with("runvil: the server answered with an error: the disk is full\n"),
         "{}",
         text(&out.stderr)
     );
-    assert!(text(&out.stderr).contains("the disk is full"));
 }
 
 #[test]
@@ -325,4 +336,113 @@ async fn the_debug_log_shows_each_request_and_never_a_value() {
     }
     assert!(!log.contains("canary-header-value-42"), "{log}");
     assert!(!log.contains("canary-argument-7"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_s_progress_is_summed_up_on_a_piped_stderr() {
+    let backend = backend().await;
+    let config = config_for(&backend);
+    let out = tokio::process::Command::from(runvil_command(&[
+        "call",
+        "backend",
+        "progress",
+        "--config",
+        config.arg(),
+    ]))
+    .output()
+    .await
+    .expect("runvil runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "done\n");
+    // The server's escape in each message is cleaned away by the Pack.
+    assert_eq!(
+        text(&out.stderr),
+        "runvil: 1 server: 1 ready\nrunvil: 2 progress notices; the last: step 2 (2/2)\n"
+    );
+    // A call whose server reports no progress says nothing of it.
+    let out = tokio::process::Command::from(runvil_command(&[
+        "call",
+        "backend",
+        "echo",
+        r#"{"text": "x"}"#,
+        "--config",
+        config.arg(),
+    ]))
+    .output()
+    .await
+    .expect("runvil runs");
+    assert_eq!(text(&out.stderr), "runvil: 1 server: 1 ready\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tls_handshake_with_a_plain_http_server_says_so_in_words() {
+    let backend = backend().await;
+    let https = backend.url().replacen("http://", "https://", 1);
+    let config = Temp::config(json!({"plain": {"url": https}}));
+    let out = tokio::process::Command::from(runvil_command(&[
+        "call",
+        "plain",
+        "echo",
+        "--config",
+        config.arg(),
+    ]))
+    .output()
+    .await
+    .expect("runvil runs");
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let hint = "(is this an http:// server? the URL says https://)";
+    assert!(stderr.contains(hint), "{stderr}");
+    // The call's error, the last line, ends with it.
+    assert!(
+        stderr.lines().last().is_some_and(|l| l.ends_with(hint)),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn every_subcommand_s_help_ends_with_an_example() {
+    for command in ["demo", "tools", "call", "serve", "check", "login", "logout"] {
+        let out = runvil(&[command, "--help"]);
+        assert_eq!(out.status.code(), Some(0), "{command}");
+        let help = text(&out.stdout);
+        let (_, examples) = help
+            .rsplit_once("\nExample")
+            .unwrap_or_else(|| panic!("{command}: no example: {help}"));
+        assert!(
+            examples.contains(&format!("runvil {command}")),
+            "{command}: {help}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_reads_its_arguments_from_stdin_given_a_dash() {
+    use std::process::Stdio;
+    use tokio::io::AsyncWriteExt;
+
+    let backend = backend().await;
+    let config = config_for(&backend);
+    let mut child = tokio::process::Command::from(runvil_command(&[
+        "call",
+        "backend",
+        "echo",
+        "-",
+        "--config",
+        config.arg(),
+    ]))
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("runvil runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(br#"{"text": "from stdin"}"#)
+        .await
+        .expect("written");
+    drop(stdin);
+    let out = child.wait_with_output().await.expect("runvil ends");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "from stdin\n");
 }

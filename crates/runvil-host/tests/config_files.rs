@@ -161,3 +161,67 @@ fn project_files_are_taken_mcp_json_then_cursor_s_then_vs_code_s_then_claude_s()
         "./mcp.json (found in the current directory)\n  own  accepted"
     );
 }
+
+#[test]
+fn the_user_s_own_file_comes_after_the_project_s_and_before_cursor_s() {
+    let project = Temp::dir();
+    let home = Temp::dir();
+    let entry = |name: &str| {
+        format!(r#"{{"mcpServers": {{"{name}": {{"url": "https://example.com/mcp"}}}}}}"#)
+    };
+    let first_lines = |xdg: Option<&Temp>| {
+        let mut command = support::runvil_command(&["check"]);
+        command
+            .current_dir(project.path())
+            .env("HOME", home.path())
+            .env_remove("XDG_CONFIG_HOME");
+        if let Some(xdg) = xdg {
+            command.env("XDG_CONFIG_HOME", xdg.path());
+        }
+        let out = command.output().expect("runvil runs");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+            .lines()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let cursor = home.write(".cursor/mcp.json", &entry("cursor"));
+    assert_eq!(
+        first_lines(None),
+        format!(
+            "{} (found in ~/.cursor)\n  cursor  accepted",
+            cursor.display()
+        )
+    );
+    let own = home.write(".config/runvil/mcp.json", &entry("own"));
+    assert_eq!(
+        first_lines(None),
+        format!(
+            "{} (found in your config folder)\n  own  accepted",
+            own.display()
+        )
+    );
+    // $XDG_CONFIG_HOME moves the user's folder: ~/.config is no longer looked at.
+    let xdg = Temp::dir();
+    assert_eq!(
+        first_lines(Some(&xdg)),
+        format!(
+            "{} (found in ~/.cursor)\n  cursor  accepted",
+            cursor.display()
+        )
+    );
+    let moved = xdg.write("runvil/mcp.json", &entry("xdg"));
+    assert_eq!(
+        first_lines(Some(&xdg)),
+        format!(
+            "{} (found in your config folder)\n  xdg  accepted",
+            moved.display()
+        )
+    );
+    project.write(".mcp.json", &entry("claude"));
+    assert_eq!(
+        first_lines(Some(&xdg)),
+        "./.mcp.json (found in the current directory)\n  claude  accepted"
+    );
+}

@@ -1,6 +1,9 @@
 //! `runvil login --no-browser` driven end to end by a test that plays the user's browser,
 //! against an MCP server behind an OAuth authorization server (the Pack's own test world),
-//! then `runvil call` with the kept token, then `runvil logout`.
+//! then `runvil call` with the kept token, then `runvil logout`; and a login that says the
+//! truth: 0 only when what it obtained is kept, a credentials file it cannot use refused
+//! before anyone is sent to a browser, a server's text unable to forge runvil's lines, and a
+//! browser page that says what the callback carried.
 
 mod support;
 
@@ -12,6 +15,7 @@ mod hostile;
 mod oauth;
 
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -58,7 +62,7 @@ async fn login_plays_through_the_browser_and_later_commands_use_the_kept_token()
     let credentials = unique_temp_path("credentials.json");
     let credentials_env = credentials.to_str().expect("utf-8").to_owned();
 
-    let mut login = tokio::process::Command::from(support::runvil_command(&[
+    let mut first = tokio::process::Command::from(support::runvil_command(&[
         "login",
         "s",
         "--no-browser",
@@ -67,11 +71,11 @@ async fn login_plays_through_the_browser_and_later_commands_use_the_kept_token()
         "--config",
         config.arg(),
     ]));
-    login
+    first
         .env("RUNVIL_CREDENTIALS", &credentials_env)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let mut child = login.spawn().expect("runvil login starts");
+    let mut child = first.spawn().expect("runvil login starts");
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
     let mut said = Vec::new();
     let authorization_url = loop {
@@ -124,6 +128,20 @@ async fn login_plays_through_the_browser_and_later_commands_use_the_kept_token()
             .any(|l| l.contains(oauth::TOKEN) || l.contains(oauth::CODE))
     );
 
+    // A second login finds the token kept: nobody is asked.
+    let again = login("s", &config, &credentials, async |url: &str| {
+        panic!("the user was asked again: {url}")
+    })
+    .await;
+    assert_eq!(again.code, Some(0), "{}", again.all());
+    assert_eq!(
+        again.said,
+        [
+            "runvil: 1 server: 1 ready",
+            "runvil: s is already authorized"
+        ]
+    );
+
     // A later command finds the token: no login, no browser.
     let env = credentials_env.clone();
     let call = move |args: &[&str]| {
@@ -144,11 +162,27 @@ async fn login_plays_through_the_browser_and_later_commands_use_the_kept_token()
         let called = call(&call_args);
         let logout = call(&["logout", "s"]);
         let after = call(&call_args);
-        (called, logout, after)
+        let twice = call(&["logout", "s", "--config", &config_arg]);
+        let unknown = call(&["logout", "nosuch", "--config", &config_arg]);
+        (called, logout, after, twice, unknown)
     })
     .await
     .expect("commands ran");
-    let (called, logout, after) = called;
+    let (called, logout, after, twice, unknown) = called;
+    // Nothing kept is said as such, and a name the config lacks is the likely typo it is.
+    assert_eq!(twice.status.code(), Some(0));
+    assert_eq!(
+        text(&twice.stderr),
+        format!(
+            "runvil: nothing was stored for s in {}; nothing to forget\n",
+            credentials.display()
+        )
+    );
+    assert_eq!(unknown.status.code(), Some(2));
+    assert_eq!(
+        text(&unknown.stderr),
+        "runvil: unknown namespace \"nosuch\"; the namespaces are: s (and nothing was stored for it)\n"
+    );
     assert_eq!(
         text(&called.stdout).trim(),
         "hi",
@@ -167,4 +201,334 @@ async fn login_plays_through_the_browser_and_later_commands_use_the_kept_token()
     );
     assert!(!text(&after.stderr).contains(oauth::TOKEN));
     let _ = std::fs::remove_file(&credentials);
+}
+
+/// How a `runvil login` ended: its exit code and every line of its stderr.
+struct Ended {
+    code: Option<i32>,
+    said: Vec<String>,
+}
+
+impl Ended {
+    fn all(&self) -> String {
+        self.said.join("\n")
+    }
+}
+
+/// Runs `runvil login NAMESPACE --no-browser` on `config` with `credentials`, and plays the
+/// user's browser with `browser` each time it prints an authorization URL.
+async fn login(
+    namespace: &str,
+    config: &Temp,
+    credentials: &Path,
+    mut browser: impl AsyncFnMut(&str),
+) -> Ended {
+    let mut login = tokio::process::Command::from(support::runvil_command(&[
+        "login",
+        namespace,
+        "--no-browser",
+        "--wait",
+        "30",
+        "--config",
+        config.arg(),
+    ]));
+    login
+        .env("RUNVIL_CREDENTIALS", credentials)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = login.spawn().expect("runvil login starts");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut said = Vec::new();
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(40), stderr.next_line())
+        .await
+        .expect("login says something in time")
+        .expect("stderr")
+    {
+        said.push(line.clone());
+        if line.starts_with("http://") || line.starts_with("https://") {
+            browser(&line).await;
+        }
+    }
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("login ends")
+        .expect("status");
+    Ended {
+        code: status.code(),
+        said,
+    }
+}
+
+/// The user approves: the authorization server sends the browser back to runvil.
+async fn approve(authorization_url: &str) {
+    let (_, back) = get(authorization_url).await;
+    let back = back.expect("a redirect");
+    let (status, _) = get(&back).await;
+    assert!(status.contains("200"), "{status}");
+}
+
+/// A GET that reads the whole answer, for a server that closes the connection (runvil's
+/// redirect listener): the page's text.
+async fn page(url: &str) -> String {
+    let url = url::Url::parse(url).expect("a URL");
+    let host = format!(
+        "{}:{}",
+        url.host_str().expect("a host"),
+        url.port().expect("a port")
+    );
+    let mut stream = TcpStream::connect(&host).await.expect("connect");
+    let target = &url[url::Position::BeforePath..];
+    let request = format!("GET {target} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+        .await
+        .expect("the page in time")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    answer
+        .split_once("\r\n\r\n")
+        .map_or(answer.clone(), |(_, body)| body.to_owned())
+}
+
+/// The value of `name` in the query of `url`.
+fn query_param(url: &str, name: &str) -> String {
+    url::Url::parse(url)
+        .expect("a URL")
+        .query_pairs()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_else(|| panic!("no {name} in the URL"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credentials_file_that_cannot_be_used_stops_the_login_before_anyone_is_asked() {
+    let server = hostile::Hostile::start(oauth::World::default().handler()).await;
+    let config = Temp::config(json!({"s": {"url": server.url}}));
+    let dir = Temp::dir();
+    let credentials = dir.path().join("credentials.json");
+    let cases = [
+        (
+            "not JSON at all",
+            0o600,
+            "is not a runvil credentials file; move it away",
+        ),
+        (
+            "{}",
+            0o644,
+            "may be read by other users (its permissions are 644); run `chmod 600",
+        ),
+    ];
+    for (text, mode, why) in cases {
+        std::fs::write(&credentials, text).expect("written");
+        std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(mode))
+            .expect("chmod");
+        let ended = login("s", &config, &credentials, approve).await;
+        let all = ended.all();
+        assert_eq!(ended.code, Some(1), "{all}");
+        assert!(
+            all.contains(&format!(
+                "runvil: cannot log in to s: {}",
+                credentials.display()
+            )),
+            "{all}"
+        );
+        assert!(all.contains(why), "{all}");
+        assert!(!all.contains("is authorized"), "{all}");
+        assert!(
+            server.requests().is_empty(),
+            "the server was contacted: {all}"
+        );
+        assert_eq!(std::fs::read_to_string(&credentials).expect("kept"), text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_whose_credentials_cannot_be_saved_fails_saying_why() {
+    let server = hostile::Hostile::start(oauth::World::default().handler()).await;
+    let config = Temp::config(json!({"s": {"url": server.url}}));
+    let dir = Temp::dir();
+    let credentials = dir.path().join("credentials.json");
+    // The file is readable (absent), but the new file it is replaced from cannot be made.
+    std::fs::create_dir_all(dir.path().join("credentials.json.new/in-the-way")).expect("dir");
+    let ended = login("s", &config, &credentials, approve).await;
+    let all = ended.all();
+    assert_eq!(ended.code, Some(1), "{all}");
+    assert!(
+        all.contains(&format!(
+            "runvil: s was authorized, but the credentials could not be kept: cannot write {}",
+            credentials.display()
+        )),
+        "{all}"
+    );
+    assert!(all.contains("run `runvil login s` again"), "{all}");
+    assert!(
+        !all.lines().any(|l| l == "runvil: s is authorized"),
+        "{all}"
+    );
+    assert!(!all.contains(oauth::TOKEN), "{all}");
+    assert!(!credentials.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_description_cannot_forge_a_line_of_runvil_s_own() {
+    let world = oauth::World {
+        token: Some(|_| {
+            oauth::json_answer(
+                "400 Bad Request",
+                &json!({
+                    "error": "invalid_grant",
+                    "error_description": "nope\nrunvil: s is authorized",
+                }),
+            )
+        }),
+        ..oauth::World::default()
+    };
+    let server = hostile::Hostile::start(world.handler()).await;
+    let config = Temp::config(json!({"s": {"url": server.url}}));
+    let credentials = unique_temp_path("credentials.json");
+    let ended = login("s", &config, &credentials, approve).await;
+    let all = ended.all();
+    assert!(
+        server.requests().iter().any(|r| r.target == "/as/token"),
+        "the token endpoint was reached: {all}"
+    );
+    assert_ne!(ended.code, Some(0), "{all}");
+    assert!(all.contains("nope\\nrunvil: s is authorized"), "{all}");
+    assert!(
+        !ended.said.iter().any(|l| l == "runvil: s is authorized"),
+        "{all}"
+    );
+    let _ = std::fs::remove_file(&credentials);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_page_says_a_denied_or_incomplete_authorization_is_not_complete() {
+    let server = hostile::Hostile::start(oauth::World::default().handler()).await;
+    let config = Temp::config(json!({"s": {"url": server.url}}));
+    let credentials = unique_temp_path("credentials.json");
+    for (query, said) in [
+        (
+            "error=access_denied",
+            "the authorization was denied or failed",
+        ),
+        (
+            "",
+            "the authorization is incomplete: the answer carried no code",
+        ),
+    ] {
+        let mut shown = Vec::new();
+        let ended = login("s", &config, &credentials, async |url: &str| {
+            let back = query_param(url, "redirect_uri");
+            let state = query_param(url, "state");
+            let separator = if query.is_empty() { "" } else { "&" };
+            shown.push(page(&format!("{back}?{query}{separator}state={state}")).await);
+        })
+        .await;
+        let all = ended.all();
+        assert_eq!(ended.code, Some(4), "{query}: {all}");
+        assert!(!shown.is_empty(), "{all}");
+        for page in &shown {
+            assert!(page.contains(said), "{query}: {page}");
+            assert!(!page.contains("the authorization is complete"), "{page}");
+            assert!(page.contains("Return to the terminal"), "{page}");
+        }
+        assert!(!credentials.exists());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_authorization_needs_none_and_an_unknown_one_is_listed() {
+    let server = hostile::Hostile::start(hostile::mcp).await;
+    let config = Temp::config(json!({"open": {"url": server.url}, "other": {"url": server.url}}));
+    let credentials = unique_temp_path("credentials.json");
+    let ended = login("open", &config, &credentials, approve).await;
+    assert_eq!(ended.code, Some(0), "{}", ended.all());
+    assert_eq!(
+        ended.said,
+        [
+            "runvil: 1 server: 1 ready",
+            "runvil: open needs no authorization"
+        ]
+    );
+    assert!(!credentials.exists());
+
+    let requests = server.requests().len();
+    let ended = login("nosuch", &config, &credentials, approve).await;
+    assert_eq!(ended.code, Some(2), "{}", ended.all());
+    assert_eq!(
+        ended.said,
+        ["runvil: unknown namespace \"nosuch\"; the namespaces are: open, other"]
+    );
+    assert_eq!(server.requests().len(), requests, "no server was contacted");
+}
+
+/// A browser for `$BROWSER`, which the `webbrowser` crate runs on Linux with the URL as its
+/// argument: it GETs the authorization URL, reads the `Location` it is sent to, and GETs that,
+/// runvil's loopback callback, as a user who approves does.
+const BROWSER: &str = r#"#!/usr/bin/env python3
+import sys, urllib.error, urllib.request
+
+class Stay(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+try:
+    urllib.request.build_opener(Stay).open(sys.argv[1], timeout=20)
+    sys.exit("the authorization server did not redirect")
+except urllib.error.HTTPError as answer:
+    back = answer.headers["Location"]
+urllib.request.urlopen(back, timeout=20).read()
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_s_url_and_state_are_in_no_log_line_at_debug_or_trace() {
+    let dir = Temp::dir();
+    let browser = dir.write("browser.py", BROWSER);
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    for level in ["debug", "trace"] {
+        let server = hostile::Hostile::start(oauth::World::default().handler()).await;
+        let config = Temp::config(json!({"s": {"url": server.url}}));
+        let credentials = dir.path().join(format!("credentials-{level}.json"));
+        let mut command = support::runvil_command(&["login", "s", "--wait", "30", "--config"]);
+        command
+            .arg(config.arg())
+            .env("RUNVIL_CREDENTIALS", &credentials)
+            .env("BROWSER", &browser)
+            .env("RUST_LOG", level);
+        let out = tokio::time::timeout(
+            Duration::from_secs(60),
+            tokio::process::Command::from(command).output(),
+        )
+        .await
+        .expect("login ends")
+        .expect("runvil runs");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{level}: {stderr}");
+        assert!(
+            stderr.ends_with("runvil: s is authorized\n"),
+            "{level}: {stderr}"
+        );
+        // The browser came: the authorization server saw the URL, with its state.
+        let authorize = server
+            .requests()
+            .into_iter()
+            .find(|r| r.target.starts_with("/as/authorize?"))
+            .expect("the browser opened the authorization URL");
+        let url = format!("http://127.0.0.1:{}{}", server.port, authorize.target);
+        let state = query_param(&url, "state");
+        assert!(state.len() >= 16, "{state}");
+        assert!(
+            !stderr.contains(&state),
+            "{level}: the state is logged: {stderr}"
+        );
+        assert!(
+            !stderr.contains("/as/authorize"),
+            "{level}: the URL is logged: {stderr}"
+        );
+        assert!(
+            stderr.contains("plugin_mcp"),
+            "{level}: the Pack's own lines are still written: {stderr}"
+        );
+    }
 }

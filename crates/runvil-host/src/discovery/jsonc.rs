@@ -29,6 +29,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::ops::Range;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
@@ -71,8 +72,17 @@ impl fmt::Display for SyntaxError {
 
 const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
-/// Parses a file's bytes.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
+/// A file's bytes with its comments, trailing commas and byte-order mark overwritten with
+/// spaces (newlines kept): plain JSON, each byte where it was in the file.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Blanked {
+    pub(crate) text: Vec<u8>,
+    /// Where each comment is in the file, in order, its delimiters included.
+    pub(crate) comments: Vec<Range<usize>>,
+}
+
+/// Blanks a file's bytes; the error of a text that is not UTF-8 or has an unclosed `/*`.
+pub(crate) fn blanked(bytes: &[u8]) -> Result<Blanked, SyntaxError> {
     if let Err(e) = std::str::from_utf8(bytes) {
         return Err(error_at(bytes, e.valid_up_to(), "the text is not UTF-8"));
     }
@@ -80,10 +90,17 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
     if text.starts_with(BYTE_ORDER_MARK) {
         blank(&mut text[..BYTE_ORDER_MARK.len()]);
     }
-    if let Some(open) = blank_comments(&mut text) {
+    let mut comments = Vec::new();
+    if let Some(open) = blank_comments(&mut text, &mut comments) {
         return Err(error_at(&text, open, "this /* comment is never closed"));
     }
     blank_trailing_commas(&mut text);
+    Ok(Blanked { text, comments })
+}
+
+/// Parses a file's bytes.
+pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
+    let Blanked { text, .. } = blanked(bytes)?;
 
     let mut duplicates = Vec::new();
     let mut deserializer = serde_json::Deserializer::from_slice(&text);
@@ -130,7 +147,7 @@ fn blank(bytes: &mut [u8]) {
 
 /// The index just past the string that opens at `open`, or the end of an unclosed one (which
 /// serde_json then reports).
-fn string_end(text: &[u8], open: usize) -> usize {
+pub(crate) fn string_end(text: &[u8], open: usize) -> usize {
     let mut i = open + 1;
     while i < text.len() {
         match text[i] {
@@ -142,8 +159,9 @@ fn string_end(text: &[u8], open: usize) -> usize {
     text.len()
 }
 
-/// Blanks every comment outside strings; answers where a `/*` that is never closed opens.
-fn blank_comments(text: &mut [u8]) -> Option<usize> {
+/// Blanks every comment outside strings, noting where each was in `comments`; answers where
+/// a `/*` that is never closed opens.
+fn blank_comments(text: &mut [u8], comments: &mut Vec<Range<usize>>) -> Option<usize> {
     let mut i = 0;
     while i < text.len() {
         match (text[i], text.get(i + 1)) {
@@ -154,6 +172,7 @@ fn blank_comments(text: &mut [u8]) -> Option<usize> {
                     .position(|&b| b == b'\n')
                     .map_or(text.len(), |n| i + n);
                 blank(&mut text[i..end]);
+                comments.push(i..end);
                 i = end;
             }
             (b'/', Some(b'*')) => {
@@ -162,6 +181,7 @@ fn blank_comments(text: &mut [u8]) -> Option<usize> {
                 };
                 let end = i + 2 + close + 2;
                 blank(&mut text[i..end]);
+                comments.push(i..end);
                 i = end;
             }
             _ => i += 1,
@@ -322,6 +342,19 @@ mod tests {
         assert_eq!(value("{} // the end, no newline"), json!({}));
         assert_eq!(value("[1 /**/, 2]"), json!([1, 2]));
         assert_eq!(value("[1, // a comma, then a comment\n]"), json!([1]));
+    }
+
+    #[test]
+    fn the_blanked_text_keeps_every_byte_in_place_and_says_where_comments_were() {
+        let text = "{ // one\n  \"a\": [1, /* two */ 2,],\n}";
+        let blanked = blanked(text.as_bytes()).expect("blanked");
+        assert_eq!(blanked.text.len(), text.len());
+        assert_eq!(
+            String::from_utf8(blanked.text).expect("UTF-8"),
+            "{       \n  \"a\": [1,           2 ] \n}"
+        );
+        let comments: Vec<&str> = blanked.comments.iter().map(|r| &text[r.clone()]).collect();
+        assert_eq!(comments, ["// one", "/* two */"]);
     }
 
     #[test]

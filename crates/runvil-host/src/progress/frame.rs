@@ -17,15 +17,18 @@
 //! never wrap: every line fits the width (counted in terminal columns: a CJK character or most
 //! emoji takes two, a combining mark none), and the frame is at most one row
 //! shorter than the terminal, since the cursor cannot move up past the top of the screen.
-//! Lines are never padded, so text copied from the terminal has no trailing spaces.
+//! Lines are never padded, so text copied from the terminal has no trailing spaces. Reasons
+//! are the Pack's text, printed through `untrusted::shown` so that a newline in one cannot
+//! break the frame or forge a line.
 
 use runvil_plugin::{BackendState, BackendStatus};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::End;
+use crate::untrusted;
 
 /// The spinner of a server still loading, one char per tick.
-const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+pub(super) const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 /// The mark of a ready server.
 const READY: char = '✓';
@@ -74,14 +77,16 @@ pub(super) fn frame(servers: &[BackendStatus], width: usize, height: usize, tick
         let head = head(mark, &server.name, name_width);
         let room = width.saturating_sub(head.width());
         let state = match &server.state {
-            BackendState::Failed(reason) | BackendState::Refused(reason)
+            BackendState::Failed(reason) | BackendState::Refused(reason) => {
+                let reason = untrusted::shown(reason);
                 if ERROR_PREFIX.len() + reason.width() > room
-                    && room >= ERROR_PREFIX.len() + MIN_REASON_COLUMNS =>
-            {
-                format!(
-                    "{ERROR_PREFIX}{}",
-                    cut_middle(reason, room - ERROR_PREFIX.len())
-                )
+                    && room >= ERROR_PREFIX.len() + MIN_REASON_COLUMNS
+                {
+                    let cut = cut_middle(&reason, room - ERROR_PREFIX.len());
+                    format!("{ERROR_PREFIX}{cut}")
+                } else {
+                    describe(&server.state)
+                }
             }
             state => describe(state),
         };
@@ -146,7 +151,7 @@ fn still_loading(end: End) -> &'static str {
     match end {
         End::Bound => "still loading; stopped waiting (see --wait)",
         End::Interrupted => "still loading when interrupted",
-        End::Closed => "still loading; the Pack reports no more changes",
+        End::Closed => "still loading; no more news of it will come",
         // Not reached: the wait settles only when nothing it waits for is loading.
         End::Settled => "loading",
     }
@@ -205,7 +210,7 @@ fn describe(state: &BackendState) -> String {
         BackendState::Ready { tools: names } => format!("ready, {}", tools(names.len())),
         // An empty reason would leave `error: ` with a trailing space.
         BackendState::Failed(reason) | BackendState::Refused(reason) if !reason.is_empty() => {
-            format!("{ERROR_PREFIX}{reason}")
+            format!("{ERROR_PREFIX}{}", untrusted::shown(reason))
         }
         state => state.label().to_owned(),
     }
@@ -253,7 +258,7 @@ fn cut_middle(text: &str, room: usize) -> String {
 }
 
 /// `line` in at most `width` columns, its end replaced by [`CUT`] when it does not fit.
-fn cut_end(line: &str, width: usize) -> String {
+pub(super) fn cut_end(line: &str, width: usize) -> String {
     if line.width() <= width {
         return line.to_owned();
     }
@@ -446,9 +451,17 @@ mod tests {
         );
         assert_eq!(
             final_frame(&servers, End::Closed),
-            "… evil\\u{1b}[2J\\nx  still loading; the Pack reports no more changes\n\
+            "… evil\\u{1b}[2J\\nx  still loading; no more news of it will come\n\
              ✓ ok                ready, 3 tools\n"
         );
+    }
+
+    #[test]
+    fn a_reason_s_newline_and_escapes_stay_on_its_line() {
+        let servers = [failed("s", "nope\nrunvil: s is authorized\u{1b}[2J")];
+        let want = "✗ s  error: nope\\nrunvil: s is authorized\\u{1b}[2J\n";
+        assert_eq!(frame(&servers, 80, 24, 0), want);
+        assert_eq!(final_frame(&servers, End::Settled), want);
     }
 
     #[test]

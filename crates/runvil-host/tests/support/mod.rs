@@ -28,11 +28,13 @@ pub(crate) fn runvil_command(args: &[&str]) -> Command {
     command
 }
 
-/// Runs `runvil` with `args` in `dir`, with `home` as HOME, as a person would in a project.
+/// Runs `runvil` with `args` in `dir`, with `home` as HOME (and its `.config` as the user's
+/// config folder), as a person would in a project.
 pub(crate) fn runvil_in(dir: &Temp, home: &Temp, args: &[&str]) -> Output {
     runvil_command(args)
         .current_dir(dir.path())
         .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
         .output()
         .expect("runvil runs")
 }

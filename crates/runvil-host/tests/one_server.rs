@@ -1,0 +1,136 @@
+//! A command about one server (`call NS`, `tools NS`) builds the Pack over that server alone,
+//! so no other server of the config is contacted, and an unknown namespace is said before any
+//! is; with `--wait` it waits for that server to be ready, through the retries of a server
+//! that is down.
+
+mod support;
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../../tests/support/hostile.rs"]
+mod hostile;
+
+use std::time::{Duration, Instant};
+
+use hostile::Hostile;
+use serde_json::{Value, json};
+use shared_mcp_fixture::{Fixture, ToolSet};
+use support::{Temp, runvil_command, text, unreachable_url};
+
+/// Runs `runvil` with `args` off the test's runtime (its servers answer on it meanwhile).
+async fn run(args: Vec<String>) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        runvil_command(&args).output().expect("runvil runs")
+    })
+    .await
+    .expect("runvil ran")
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|a| (*a).to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_about_one_server_contacts_no_other() {
+    let asked = Hostile::start(hostile::mcp).await;
+    let other = Hostile::start(hostile::mcp).await;
+    let config = Temp::config(json!({"asked": {"url": asked.url}, "other": {"url": other.url}}));
+    let config = config.arg().to_owned();
+
+    let out = run(args(&[
+        "call",
+        "asked",
+        "echo",
+        r#"{"text":"hi"}"#,
+        "--config",
+        &config,
+    ]))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hi\n");
+    assert_eq!(text(&out.stderr), "runvil: 1 server: 1 ready\n");
+    let out = run(args(&["tools", "asked", "--config", &config])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listing: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(listing["namespace"], "asked");
+    assert!(!asked.requests().is_empty());
+    assert_eq!(other.connections(), 0, "the other server was contacted");
+
+    // An unknown namespace is said, with the config's, before any server is contacted.
+    let before = asked.connections();
+    for command in [&["call", "nope", "echo"][..], &["tools", "nope"]] {
+        let mut list = args(command);
+        list.extend(args(&["--config", &config]));
+        let out = run(list).await;
+        assert_eq!(out.status.code(), Some(2), "{command:?}");
+        assert_eq!(
+            text(&out.stderr),
+            "runvil: unknown namespace \"nope\"; the namespaces are: asked, other\n",
+            "{command:?}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    assert_eq!(asked.connections(), before);
+    assert_eq!(other.connections(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_waits_for_a_server_that_comes_up_later_through_its_retries() {
+    // A port nothing listens on yet: the server binds it 3 s after runvil starts, while the
+    // Pack retries after 1 s, then 2 s more.
+    let url = unreachable_url();
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .expect("a port");
+    let config = Temp::config(json!({"late": {"url": url}}));
+    let list = args(&[
+        "call",
+        "late",
+        "echo",
+        r#"{"text":"at last"}"#,
+        "--config",
+        config.arg(),
+        "--wait",
+        "20",
+    ]);
+    let started = Instant::now();
+    let call = tokio::spawn(run(list));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let server = Fixture::builder()
+        .tools(ToolSet::Only(&["echo"]))
+        .port(port)
+        .start()
+        .await;
+    let out = call.await.expect("runvil ran");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "at last\n");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_still_loading_when_wait_runs_out_exits_2_for_tools_as_for_call() {
+    // A port that accepts connections but never answers: the server stays `loading`.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let config = Temp::config(json!({"mute": {"url": url}}));
+    for command in [&["tools", "mute"][..], &["call", "mute", "echo"]] {
+        let mut list = args(command);
+        list.extend(args(&["--config", config.arg(), "--wait", "1"]));
+        let out = run(list).await;
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{command:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).starts_with("runvil: 1 server: 1 loading\n"),
+            "{command:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    drop(listener);
+}
