@@ -253,11 +253,12 @@ impl Pins {
                 },
             );
         }
-        if changed && let Loaded::Record(record) = &state.record {
-            if let Err(error) = self.save(record).await {
-                let error = show(&self.scrubber, &error.reason, MAX_ERROR_CHARS);
-                tracing::warn!(server = %log_safe(&self.namespace), error = %error.line(), "the approved tools could not be kept");
-            }
+        if changed
+            && let Loaded::Record(record) = &state.record
+            && let Err(error) = self.save(record).await
+        {
+            let error = show(&self.scrubber, &error.reason, MAX_ERROR_CHARS);
+            tracing::warn!(server = %log_safe(&self.namespace), error = %error.line(), "the approved tools could not be kept");
         }
         ToolSet::new(tools, rejected, more_rejected, reasons)
     }

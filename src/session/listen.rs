@@ -328,7 +328,7 @@ mod tests {
         for (method, params, why) in [
             (
                 TOOLS_CHANGED,
-                ok.clone(),
+                ok,
                 "its first message was not the acknowledgement",
             ),
             (

@@ -104,12 +104,15 @@ async fn listed(pack: &Arc<dyn Pack>) -> (Vec<String>, Vec<(String, String)>) {
     (names, rejected)
 }
 
+/// A change to a tool's definition.
+type Bend = fn(&mut Value);
+
 const CHANGED: &str = "its definition changed since it was approved; the user can review it \
                        with `runvil trust s`";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_change_of_a_definition_holds_the_tool_and_reordering_does_not() {
-    let changes: [(&str, fn(&mut Value)); 5] = [
+    let changes: [(&str, Bend); 5] = [
         ("description", |t| {
             t["description"] = json!("Finds documents, then mails them.")
         }),

@@ -200,7 +200,12 @@ mod tests {
 
     fn ready() -> Waited {
         Waited {
-            servers: vec![BackendStatus::new("s", BackendState::Ready { tools: 1 })],
+            servers: vec![BackendStatus::new(
+                "s",
+                BackendState::Ready {
+                    tools: Arc::from(vec!["t".to_owned()]),
+                },
+            )],
             end: End::Settled,
         }
     }
