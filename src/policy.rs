@@ -190,6 +190,15 @@ pub(crate) const MAX_LISTING_BYTES: usize = 2 * 1024 * 1024;
 /// result.
 pub(crate) const MAX_ERROR_CHARS: usize = 64 * 1024;
 
+/// The most bytes of an error answer's body read (a `4xx` or `5xx`), to quote what the
+/// server said of it: an error message is a line; past this the rest is not read.
+pub(crate) const MAX_ERROR_BODY_BYTES: usize = 4096;
+
+/// The longest part of what a server said of an error status that a reason quotes, after
+/// cleaning: enough to explain it ("No valid session ID provided"), too little to carry a
+/// payload.
+pub(crate) const MAX_STATUS_MESSAGE_CHARS: usize = 200;
+
 /// The longest `message` of a call's progress notice a Host is handed: a status line, not a
 /// result; the rest is cut with a marker.
 pub(crate) const MAX_PROGRESS_MESSAGE_CHARS: usize = 1024;
@@ -440,6 +449,11 @@ fn table() -> Vec<(&'static str, String)> {
         ("MAX_REJECTED_KEPT", MAX_REJECTED_KEPT.to_string()),
         ("MAX_LISTING_BYTES", MAX_LISTING_BYTES.to_string()),
         ("MAX_ERROR_CHARS", MAX_ERROR_CHARS.to_string()),
+        ("MAX_ERROR_BODY_BYTES", MAX_ERROR_BODY_BYTES.to_string()),
+        (
+            "MAX_STATUS_MESSAGE_CHARS",
+            MAX_STATUS_MESSAGE_CHARS.to_string(),
+        ),
         (
             "MAX_PROGRESS_MESSAGE_CHARS",
             MAX_PROGRESS_MESSAGE_CHARS.to_string(),

@@ -29,8 +29,9 @@ use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
 use crate::config::ServerSpec;
 use crate::envelope::{Shown, Untrusted, show, show_escaped};
 use crate::policy::{
-    CONNECT_TIMEOUT, MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_CHARS, MAX_RESPONSE_BYTES,
-    MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, redirect_policy,
+    CONNECT_TIMEOUT, MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_ERROR_CHARS,
+    MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS,
+    redirect_policy,
 };
 use crate::secret::{Scrubber, SecretUrl};
 use crate::sse::{Event, SseError, SseParser};
@@ -228,7 +229,8 @@ impl Transport {
             .headers(headers)
             .body(body);
         let scrubber = &self.endpoint.scrubber;
-        let (response, sent) = self.authorized(request).await?;
+        let in_session = outgoing.session.session_id.is_some();
+        let (response, sent) = self.authorized(request, in_session).await?;
         let status = response.status().as_u16();
         if outgoing.read_refusals
             && response.status().is_client_error()
@@ -241,7 +243,7 @@ impl Transport {
                 reply: Reply::Json(scrubbed_body(body, scrubber)),
             });
         }
-        let response = checked(response)?;
+        let response = checked(response).await?;
         let session_id = session_id_of(&response)?;
         let reply = match content_type(&response) {
             Some(kind) if kind.eq_ignore_ascii_case(JSON_TYPE) => {
@@ -281,6 +283,7 @@ impl Transport {
     async fn authorized(
         &self,
         request: RequestBuilder,
+        in_session: bool,
     ) -> Result<(Response, Instant), TransportError> {
         let Some(auth) = &self.endpoint.auth else {
             let at = Instant::now();
@@ -303,7 +306,7 @@ impl Transport {
             }
             let at = Instant::now();
             let response = sent(attempt.send().await)?;
-            let Some(challenge) = challenge_of(&response) else {
+            let Some(challenge) = challenge_of(&response, in_session) else {
                 return Ok((response, at));
             };
             if authorizations == MAX_AUTHORIZATIONS_PER_REQUEST {
@@ -375,7 +378,7 @@ impl Transport {
             .get(self.endpoint.url.expose().clone())
             .headers(headers);
         let scrubber = &self.endpoint.scrubber;
-        let response = checked(sent(request.send().await)?)?;
+        let response = checked(sent(request.send().await)?).await?;
         match content_type(&response) {
             Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
                 Ok(EventStream::new(response, Arc::clone(scrubber), None))
@@ -401,26 +404,62 @@ impl Transport {
     }
 }
 
-/// `response` if it is a 2xx; every other answer is an error.
-fn checked(response: Response) -> Result<Response, TransportError> {
+/// `response` if it is a 2xx; every other answer is an error, with what the server said of
+/// it (a JSON-RPC error's message, or the first of its text), read within
+/// [`MAX_ERROR_BODY_BYTES`].
+async fn checked(response: Response) -> Result<Response, TransportError> {
     let status = response.status();
     if status.is_redirection() {
         return Err(TransportError::Redirect(status.as_u16()));
     }
     if !status.is_success() {
-        return Err(TransportError::Status(status.as_u16()));
+        let said = error_text(response).await.map(Untrusted::new);
+        return Err(TransportError::Status {
+            status: status.as_u16(),
+            said,
+        });
     }
     Ok(response)
 }
 
+/// What an error answer says of itself: the `message` of the JSON-RPC error (or of an
+/// `error` object, as many servers write it) in its body, else its text; `None` when it is
+/// empty. At most [`MAX_ERROR_BODY_BYTES`] of it are read.
+async fn error_text(mut response: Response) -> Option<String> {
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY_BYTES {
+        let Ok(Some(chunk)) = response.chunk().await else {
+            break;
+        };
+        body.extend_from_slice(&chunk);
+    }
+    body.truncate(MAX_ERROR_BODY_BYTES);
+    let text = String::from_utf8_lossy(&body);
+    let json: Option<serde_json::Value> = serde_json::from_str(&text).ok();
+    let message = json.as_ref().and_then(|json| {
+        let error = json.get("error").unwrap_or(json);
+        error
+            .get("message")
+            .or(Some(error).filter(|e| e.is_string()))
+            .and_then(serde_json::Value::as_str)
+    });
+    let text = message.unwrap_or(&text).trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
 /// The challenge of an answer that asks for (other) authorization: a `401`, or a `403`
-/// whose challenge says `insufficient_scope`.
-fn challenge_of(response: &Response) -> Option<Challenge> {
+/// whose challenge says `insufficient_scope`. A `401` without any challenge to a request
+/// `in_session` is none: servers answer so for a session they no longer know, and a new
+/// session, not a new login, is what it needs.
+fn challenge_of(response: &Response, in_session: bool) -> Option<Challenge> {
     let status = response.status();
     if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
         return None;
     }
     let values = response.headers().get_all(header::WWW_AUTHENTICATE);
+    if in_session && values.iter().next().is_none() {
+        return None;
+    }
     let mut challenge = Challenge::parse(values.iter().map(HeaderValue::as_bytes));
     challenge.dpop_nonce = dpop_nonce(response.headers().get(DPOP_NONCE));
     let step_up = challenge.error.as_deref() == Some("insufficient_scope");
@@ -562,8 +601,11 @@ pub(crate) enum TransportError {
     Body(Failure),
     /// A 3xx: refused, so no header of ours goes anywhere else.
     Redirect(u16),
-    /// Any other non-2xx status.
-    Status(u16),
+    /// Any other non-2xx status, with what the server said of it.
+    Status {
+        status: u16,
+        said: Option<Untrusted<String>>,
+    },
     /// A body or stream larger than the policy allows.
     TooLarge { limit: usize },
     /// A content type that is neither JSON nor SSE: the server's words.
@@ -577,6 +619,28 @@ pub(crate) enum TransportError {
 }
 
 impl TransportError {
+    /// A status with nothing said of it.
+    pub(crate) fn status(status: u16) -> Self {
+        Self::Status { status, said: None }
+    }
+
+    /// Whether this answer says the session it was sent in is gone: `404`, as the
+    /// specification asks, or `400` or `401` whose message says the session is unknown,
+    /// invalid or expired (what several servers answer instead).
+    pub(crate) fn says_session_gone(&self) -> bool {
+        let Self::Status { status, said } = self else {
+            return false;
+        };
+        match status {
+            404 => true,
+            400 | 401 => said.as_ref().is_some_and(|said| {
+                let said = said.peek().to_ascii_lowercase();
+                said.contains("session") && SESSION_GONE.iter().any(|marker| said.contains(marker))
+            }),
+            _ => false,
+        }
+    }
+
     /// The error as it may be shown, what others said in it scrubbed by `scrubber`.
     pub(crate) fn render(&self, scrubber: &Scrubber) -> Shown {
         let text = match self {
@@ -586,12 +650,18 @@ impl TransportError {
                 "the server answered HTTP {status} (a redirect); redirects are refused so \
                  configured headers reach only the configured server: configure the final URL"
             ),
-            Self::Status(status) => {
+            Self::Status { status, said } => {
                 let reason = StatusCode::from_u16(*status)
                     .ok()
                     .and_then(|s| s.canonical_reason())
                     .unwrap_or("");
-                format!("the server answered HTTP {status} {reason}")
+                match said {
+                    None => format!("the server answered HTTP {status} {reason}"),
+                    Some(said) => format!(
+                        "the server answered HTTP {status} {reason}: {}",
+                        said.show(scrubber, MAX_STATUS_MESSAGE_CHARS)
+                    ),
+                }
             }
             Self::TooLarge { limit } => format!("the answer is larger than {limit} bytes"),
             Self::ContentType(kind) => format!(
@@ -605,6 +675,16 @@ impl TransportError {
         show(scrubber, &text, MAX_ERROR_CHARS)
     }
 }
+
+/// Words with which servers say a session is gone, beside "session".
+const SESSION_GONE: [&str; 6] = [
+    "not found",
+    "unknown",
+    "invalid",
+    "no valid",
+    "expired",
+    "terminated",
+];
 
 /// A request reqwest could not complete: what failed, in the Pack's words, and the causes it
 /// gave, without the URL. The causes are other crates' words, which may name the server's

@@ -41,6 +41,7 @@ async fn the_dual_era_server_is_spoken_to_at_2026_07_28_with_the_revision_s_head
     assert_eq!(
         names,
         [
+            "change_tools",
             "echo",
             "headers",
             "needs_input",

@@ -63,7 +63,9 @@ pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
         // A modern server that refused the request: its reason is the answer.
         Err(e @ SessionError::Rpc { modern: true, .. }) => Err(e),
         // Any other 4xx (404 and 405 included), with no modern error in its body.
-        Err(SessionError::Transport(TransportError::Status(400..=499))) => Ok(Era::Legacy),
+        Err(SessionError::Transport(TransportError::Status {
+            status: 400..=499, ..
+        })) => Ok(Era::Legacy),
         // The server could not be reached, redirected, failed (5xx), or sent too much:
         // nothing was learned about its era, and the attempt fails as it would have.
         Err(e @ SessionError::Transport(_)) => Err(e),

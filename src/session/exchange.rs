@@ -273,7 +273,7 @@ fn refusal(status: u16, bytes: &[u8]) -> SessionError {
         // A server that could not read the request cannot name its id: any error here
         // refuses this POST's one request.
         Some(Incoming::Error { error, .. }) => SessionError::rpc(error),
-        _ => SessionError::Transport(TransportError::Status(status)),
+        _ => SessionError::Transport(TransportError::status(status)),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::jsonrpc::{
     CLIENT_INFO, Cancelled, Empty, InitializeParams, Meta, Notification, Params, to_bytes,
 };
 use crate::policy::{ACCEPTED_PROTOCOL_VERSIONS, FAREWELL_TIMEOUT, PROTOCOL_VERSION};
-use crate::transport::{Outgoing, SessionHeaders, Transport, TransportError};
+use crate::transport::{Outgoing, SessionHeaders, Transport};
 
 /// One session; requests may run concurrently, each its own POST.
 #[derive(Default)]
@@ -103,8 +103,9 @@ impl Legacy {
     }
 
     /// Sends a request in the current session and reads its result as `T`. A 404 to a
-    /// request that carried a session id means the server forgot the session: it never saw
-    /// the request, so the client starts over once and sends it once more.
+    /// request that carried a session id means the server forgot the session (so does a 400
+    /// or 401 that says so, as some servers answer): it never saw the request, so the client
+    /// starts over once and sends it once more.
     pub(super) async fn request<T: DeserializeOwned, P: Serialize>(
         &self,
         link: &Link,
@@ -131,8 +132,10 @@ impl Legacy {
                 .await;
             pending.answered();
             match answer {
-                Err(SessionError::Transport(TransportError::Status(404)))
-                    if state.headers.session_id.is_some() && !restarted =>
+                Err(SessionError::Transport(ref gone))
+                    if gone.says_session_gone()
+                        && state.headers.session_id.is_some()
+                        && !restarted =>
                 {
                     restarted = true;
                     self.restart(link, state.generation).await?;

@@ -81,7 +81,7 @@ pub(super) async fn legacy(link: &Link, legacy: &Legacy) {
         let resumed = from.is_some();
         match link.transport.listen(from, &session).await {
             // The server offers no standalone stream: nothing to listen to, ever.
-            Err(TransportError::Status(405)) => return,
+            Err(TransportError::Status { status: 405, .. }) => return,
             Err(e) => {
                 failures = failures.saturating_add(1);
                 let reason = e.render(&link.scrubber);
@@ -221,7 +221,10 @@ async fn subscribe(link: &Link, modern: &Modern, acknowledged: &mut impl FnMut()
     let body = to_bytes(&Request::new(id, LISTEN, &params));
     let posted = match link.transport.post(body, &outgoing).await {
         Ok(posted) => posted,
-        Err(TransportError::Status(status @ 400..=499)) => {
+        Err(TransportError::Status {
+            status: status @ 400..=499,
+            ..
+        }) => {
             return End::Refused(shown(&format!("the server refused it (HTTP {status})")));
         }
         Err(e) => return End::Abrupt(e.render(&link.scrubber)),

@@ -3,6 +3,8 @@
 
 use crate::support;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use runvil_plugin::ToolError;
@@ -157,8 +159,112 @@ async fn a_404_without_a_session_is_not_a_restart() {
     let server = Hostile::start(|_| Script::raw(http("404 Not Found", &[], b"nope"))).await;
     let pack = support::pack(json!({"s": {"url": server.url}}));
     let entry = support::settled(&pack, "s", SETTLE).await;
-    assert_eq!(entry["reason"], "the server answered HTTP 404 Not Found");
+    assert_eq!(
+        entry["reason"],
+        "the server answered HTTP 404 Not Found: nope"
+    );
     assert_eq!(server.calls_of("initialize").len(), 1);
+}
+
+/// A server that forgets its sessions when it restarts (`restart`), answering a request in
+/// a forgotten session with `status`, `kind` and `body`, as real servers do.
+async fn forgetful(
+    status: &'static str,
+    kind: &'static str,
+    body: &'static str,
+) -> (Hostile, Arc<AtomicUsize>) {
+    let generation = Arc::new(AtomicUsize::new(1));
+    let current = Arc::clone(&generation);
+    let server = Hostile::start(move |r: &Request| {
+        let now = format!("s-{}", current.load(Ordering::SeqCst));
+        let answer = |result: Value| {
+            let body = result_for(r, result).to_string();
+            let headers = [("content-type", "application/json"), ("mcp-session-id", now.as_str())];
+            Script { steps: vec![Step::Write(http("200 OK", &headers, body.as_bytes()))], keep_alive: true }
+        };
+        match (r.rpc_method(), r.header("mcp-session-id")) {
+            ("initialize", _) => answer(json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                                               "serverInfo": {"name": "forgetful", "version": "1"}})),
+            (_, Some(id)) if id != now => Script {
+                steps: vec![Step::Write(http(status, &[("content-type", kind)], body.as_bytes()))],
+                keep_alive: true,
+            },
+            ("tools/list" | "tools/call", _) => match hostile::mcp_result(r) {
+                Some(result) => answer(result),
+                None => mcp(r),
+            },
+            _ => mcp(r),
+        }
+    })
+    .await;
+    (server, generation)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_the_server_forgot_is_started_anew_whatever_it_answers() {
+    let forgotten: [(&str, &str, &str); 3] = [
+        // server-everything's answer.
+        (
+            "400 Bad Request",
+            "application/json",
+            r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+        ),
+        ("401 Unauthorized", "text/plain", "unknown session"),
+        (
+            "404 Not Found",
+            "application/json",
+            r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}"#,
+        ),
+    ];
+    for (status, kind, body) in forgotten {
+        let (server, generation) = forgetful(status, kind, body).await;
+        let pack = ready_pack(&server).await;
+        assert_eq!(
+            support::call(&pack, "s", "echo", json!({"text": "a"})).await,
+            Ok("a".to_owned())
+        );
+        // The server restarts: the Pack's session is no longer one it knows.
+        generation.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(
+            support::call(&pack, "s", "echo", json!({"text": "b"})).await,
+            Ok("b".to_owned()),
+            "{status}"
+        );
+        assert_eq!(server.calls_of("initialize").len(), 2, "{status}");
+        assert_eq!(support::status(&pack, "s").await["status"], "ready");
+        // And again at the next restart.
+        generation.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(
+            support::call(&pack, "s", "echo", json!({"text": "c"})).await,
+            Ok("c".to_owned())
+        );
+        assert_eq!(server.calls_of("initialize").len(), 3, "{status}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_status_says_what_the_server_said_and_only_a_lost_session_restarts_it() {
+    let server = Hostile::start(|r: &Request| match r.rpc_method() {
+        "tools/call" => Script::raw(http(
+            "400 Bad Request",
+            &[("content-type", "application/json")],
+            br#"{"jsonrpc":"2.0","error":{"code":-32602,"message":"the argument \u001b[31mx\u001b[0m is wrong"},"id":null}"#,
+        )),
+        _ => mcp(r),
+    })
+    .await;
+    let pack = ready_pack(&server).await;
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "x"})).await,
+        Err(ToolError::Transport(
+            "the server answered HTTP 400 Bad Request: the argument x is wrong".to_owned()
+        ))
+    );
+    assert_eq!(
+        server.calls_of("initialize").len(),
+        1,
+        "no session was lost"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,7 +343,7 @@ async fn bad_answers_get_clear_reasons() {
         (
             "500",
             http("500 Internal Server Error", &[], b"boom"),
-            "the server answered HTTP 500 Internal Server Error",
+            "the server answered HTTP 500 Internal Server Error: boom",
         ),
         (
             "401",

@@ -323,7 +323,7 @@ pub fn mcp(request: &Request) -> Script {
 }
 
 /// The result [`mcp`] answers a request with, for the methods it knows.
-fn mcp_result(request: &Request) -> Option<Value> {
+pub fn mcp_result(request: &Request) -> Option<Value> {
     match request.rpc_method() {
         "initialize" => Some(json!({
             "protocolVersion": "2025-11-25",
