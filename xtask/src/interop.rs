@@ -46,7 +46,7 @@ pub fn command(_: &[String]) -> Result<bool, String> {
         .and_then(|listener| listener.local_addr())
         .map_err(|error| format!("cannot find a free port: {error}"))?
         .port();
-    let server = Server::start(&dir, port)?;
+    let mut server = Server::start(&dir, port)?;
     let url = format!("http://127.0.0.1:{port}/mcp");
     eprintln!("interop: server listening at {url}");
     let runtime = tokio::runtime::Runtime::new();
@@ -56,7 +56,10 @@ pub fn command(_: &[String]) -> Result<bool, String> {
     let pack = shared_mcp_fixture::pack_with(servers, Services::new());
     let pack = pack.map_err(|error| error.to_string())?;
     let checks = runtime.block_on(async {
-        let checks = checks(&pack).await;
+        let mut checks = checks(&pack).await;
+        if checks.iter().all(|(_, outcome)| outcome.is_ok()) {
+            checks.push(restart(&mut server, &dir, port, &pack).await);
+        }
         // Completes once the session's DELETE is sent.
         pack.shutdown().await;
         checks
@@ -207,6 +210,21 @@ async fn checks(pack: &Arc<dyn Pack>) -> Vec<Check> {
         checks.push((check.to_owned(), outcome));
     }
     checks
+}
+
+/// The server restarts on its port, forgetting its sessions (it answers the Pack's with `400
+/// No valid session ID provided`): the next call is answered all the same, in a new session.
+async fn restart(server: &mut Server, dir: &Path, port: u16, pack: &Arc<dyn Pack>) -> Check {
+    let name = "a restarted server is spoken to again".to_owned();
+    let _ = server.0.kill();
+    let _ = server.0.wait();
+    match Server::start(dir, port) {
+        Ok(again) => *server = again,
+        Err(why) => return (name, Err(why)),
+    }
+    let arguments = json!({"message": ECHO_MESSAGE});
+    let answer = shared_mcp_fixture::call(pack, NAMESPACE, "echo", arguments).await;
+    (name, answer.map_err(|error| error.to_string()))
 }
 
 /// The text on one line, shortened for a report.
