@@ -126,7 +126,7 @@ struct State {
 
 #[derive(Default)]
 enum Loaded {
-    /// Not read yet: the first complete listing reads it.
+    /// There is none yet: the first complete listing is trusted, and recorded.
     #[default]
     NotYet,
     Record(Record),
@@ -178,9 +178,9 @@ impl Pins {
         definitions: &BTreeMap<String, String>,
     ) -> ToolSet {
         let mut state = self.state.lock().await;
-        if matches!(state.record, Loaded::NotYet) {
-            state.record = self.load().await;
-        }
+        // Read anew each time: the user may have approved tools in another process (a
+        // `runvil trust` beside a running `runvil serve`) since the last listing.
+        state.record = self.load().await;
         let ToolSet {
             mut tools,
             rejected,
@@ -361,6 +361,8 @@ impl Pins {
         if approved.is_empty() {
             return Ok(Vec::new());
         }
+        // Approvals add to the record as it is now, which another process may have changed.
+        state.record = self.load().await;
         let mut record = match &state.record {
             Loaded::Record(record) => Record {
                 version: RECORD_VERSION,

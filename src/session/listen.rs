@@ -72,6 +72,8 @@ pub(super) async fn legacy(link: &Link, legacy: &Legacy) {
     let mut failures = 0u32;
     // Where to resume from, in which session.
     let mut resume: Option<(String, u64)> = None;
+    // The first stream opens right after the first listing: nothing was missed yet.
+    let mut first = true;
     loop {
         let (session, generation) = legacy.session();
         let from = resume
@@ -89,9 +91,10 @@ pub(super) async fn legacy(link: &Link, legacy: &Legacy) {
                 tokio::time::sleep(retry_delay(failures)).await;
             }
             Ok(mut stream) => {
-                if !resumed {
+                if !resumed && !first {
                     link.changes.notice();
                 }
+                first = false;
                 let heard = read_notices(link, &mut stream, &session).await;
                 if let Some(id) = stream.last_event_id() {
                     resume = Some((id.to_owned(), generation));
