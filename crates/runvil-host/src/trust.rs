@@ -17,6 +17,7 @@ mod review;
 
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use runvil_plugin::{BackendState, HeldTool, Pack, PinStore};
@@ -83,6 +84,10 @@ pub(crate) async fn trust(asked: Asked<'_>, source: &Source) -> u8 {
     let code = tokio::select! {
         code = review_and_approve(&pack, &asked) => code,
         stop = signals::stopped() => {
+            if QUESTION_OPEN.load(Ordering::SeqCst) {
+                // The question's line is the user's until Enter: end it before runvil's own.
+                eprintln!();
+            }
             eprintln!("runvil: {}", stop.said());
             stop.exit_code()
         }
@@ -195,6 +200,9 @@ async fn review_and_approve(pack: &Arc<dyn Pack>, asked: &Asked<'_>) -> u8 {
     }
 }
 
+/// Whether the question is on the terminal, waiting for its answer.
+static QUESTION_OPEN: AtomicBool = AtomicBool::new(false);
+
 /// Asks `question` on stderr and reads the answer from stdin (a terminal): whether it is yes.
 async fn ask(question: &str) -> bool {
     {
@@ -202,6 +210,7 @@ async fn ask(question: &str) -> bool {
         let _ = stderr.write_all(question.as_bytes());
         let _ = stderr.flush();
     }
+    QUESTION_OPEN.store(true, Ordering::SeqCst);
     // A blocking read: a signal ends the command meanwhile, and the runtime does not wait for it.
     let answer = tokio::task::spawn_blocking(|| {
         let mut bytes = Vec::new();
@@ -212,5 +221,14 @@ async fn ask(question: &str) -> bool {
             .map(|_| String::from_utf8_lossy(&bytes).into_owned())
     })
     .await;
-    matches!(answer, Ok(Ok(line)) if review::is_yes(&line))
+    QUESTION_OPEN.store(false, Ordering::SeqCst);
+    let line = match answer {
+        Ok(Ok(line)) => line,
+        _ => String::new(),
+    };
+    if !line.ends_with('\n') {
+        // The end of input (Ctrl-D) left the cursor after the question.
+        eprintln!();
+    }
+    review::is_yes(&line)
 }

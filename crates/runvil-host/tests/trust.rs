@@ -314,6 +314,40 @@ fetch: new since the tools of s were approved
     assert_eq!(code(&out), Some(2), "{}", said(&out));
 }
 
+/// A long text is cut in the review, and the fields past the Pack's limit are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_value_is_cut_and_the_fields_past_the_limit_are_counted() {
+    const PROPERTIES: usize = 70;
+    let with = |description: &str, property: Value| {
+        let properties: serde_json::Map<String, Value> = (0..PROPERTIES)
+            .map(|n| (format!("p{n:02}"), property.clone()))
+            .collect();
+        json!([{"name": "search", "description": description,
+                "inputSchema": {"type": "object", "properties": properties}}])
+    };
+    let world = World::start(with("Finds.", json!({"type": "string"}))).await;
+    let out = world.run(&["tools", "s"]).await;
+    assert_eq!(code(&out), Some(0), "{}", said(&out));
+    let long = "A very long description. ".repeat(200);
+    let described = json!({"type": "string", "description": "now described"});
+    world.changing.set(with(&long, described));
+
+    let out = world.run(&["trust", "s", "--yes"]).await;
+    assert_eq!(code(&out), Some(0), "{}", said(&out));
+    let review = text(&out.stdout);
+    let after = review
+        .lines()
+        .find(|l| l.starts_with("    after:  A very long description."))
+        .unwrap_or_else(|| panic!("{review}"));
+    assert!(after.chars().count() < 1024, "not cut: {after}");
+    // The description and 70 properties changed: 71 fields, of which the Pack shows 64.
+    let shown = review
+        .lines()
+        .filter(|l| l.ends_with(": changed") || l.ends_with(": added"));
+    assert_eq!(shown.count(), 64, "{review}");
+    assert!(review.ends_with("  ... and 7 more fields\n\n"), "{review}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_or_shared_pins_file_trusts_nothing_and_is_never_replaced() {
     let world = World::start(json!([search("Finds documents."), echo()])).await;
