@@ -20,10 +20,13 @@ Configuration:
 Exit codes:
   0    success
   1    anything else (no config, an unreadable config, a refused entry in `check`, an `add`
-       of a name the file has, a `login` whose authorization could not be kept)
+       of a name the file has, a `login` whose authorization could not be kept, a `trust`
+       answered no, whose approval could not be kept or whose pins file cannot be used, or
+       with a tool that changed again since it was shown)
   2    invalid: the command line or the tool call was wrong (unknown namespace or tool, bad
        arguments, a server still loading when the wait ran out, a server whose entry
-       runvil refused)
+       runvil refused, a held tool that is not approved, a `trust` of a tool that is not
+       held, or with neither a terminal to ask on nor --yes)
   3    backend: the server answered with an error
   4    transport: the server could not be reached or did not answer in time (a call to it,
        or `tools NAMESPACE` for it), or `login` ended without authorizing it
@@ -32,11 +35,19 @@ Exit codes:
   143  terminated (SIGTERM)
 
 Signals:
-  SIGINT, SIGTERM and SIGHUP stop tools, call, serve and login the same way: the call in
-  flight is dropped and its server told (notifications/cancelled, or at 2026-07-28 the closed
-  stream), every session is ended, then runvil exits with 128 + the signal's number (demo,
-  check, logout, add, remove and completions are simply ended by the signal). `runvil
+  SIGINT, SIGTERM and SIGHUP stop tools, call, serve, login and trust the same way: the call
+  in flight is dropped and its server told (notifications/cancelled, or at 2026-07-28 the
+  closed stream), every session is ended, then runvil exits with 128 + the signal's number
+  (demo, check, logout, add, remove and completions are simply ended by the signal). `runvil
   serve` exits 0 when its client closes stdin.
+
+Files:
+  Logins are kept in $RUNVIL_CREDENTIALS, else $XDG_STATE_HOME/runvil/credentials.json
+  (~/.local/state/runvil/credentials.json by default); the tool definitions you trust in
+  $RUNVIL_PINS, else pins.json in that same folder. tools, call, serve and trust trust each
+  server's tools as they are first listed, then hold a tool that changes, or a new one,
+  until `runvil trust NAMESPACE` approves it. Both files are 0600; runvil refuses one that
+  other users may read or change, and never replaces a file it cannot read.
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
 
@@ -86,6 +97,12 @@ const REMOVE_EXAMPLES: &str = "\
 Examples:
   runvil remove docs
   runvil remove docs --config .vscode/mcp.json";
+
+const TRUST_EXAMPLES: &str = "\
+Examples:
+  runvil trust docs              what changed in each held tool of docs; asks, then approves
+  runvil trust docs search       the tool search only
+  runvil trust docs --yes        approves without asking (no terminal needed: read it first)";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:
@@ -167,6 +184,25 @@ pub(crate) enum Command {
         /// Print the authorization URL on stderr instead of opening a browser.
         #[arg(long)]
         no_browser: bool,
+    },
+    /// Review the tools of a server that are held because they changed since they were
+    /// approved (or trusted at first use) or are new, field by field, and approve them: until
+    /// then no model can call them. Asks on a terminal; --yes approves without asking.
+    #[command(after_help = TRUST_EXAMPLES)]
+    Trust {
+        /// The server's namespace.
+        namespace: String,
+        /// One of its held tools: approve that one only.
+        tool: Option<String>,
+        /// Approve without asking, as a script must (there is no terminal to ask on).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        #[command(flatten)]
+        source: Source,
+        /// Seconds to wait for the server to be ready, through its retries [default: 30, and a
+        /// server that is down is said when its first attempt ends]
+        #[arg(long, value_name = "SECS")]
+        wait: Option<u64>,
     },
     /// Add a remote MCP server to the config, as `claude mcp add` does: every other entry,
     /// field and comment stays as written. Without --config it writes the file the other

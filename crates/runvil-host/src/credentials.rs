@@ -2,9 +2,9 @@
 //! namespace to the Pack's record, readable by the user alone.
 //!
 //! The file is `$RUNVIL_CREDENTIALS`, else `$XDG_STATE_HOME/runvil/credentials.json`, else
-//! `~/.local/state/runvil/credentials.json`. It is created `0600` in a `0700` folder,
-//! replaced atomically (a new file beside it, then a rename), and refused, as ssh refuses a
-//! key, when its permissions let anyone else read it. Errors name the file, never a value.
+//! `~/.local/state/runvil/credentials.json`: a `record_file`, so it is created `0600` in a
+//! `0700` folder, replaced atomically, and refused, as ssh refuses a key, when its permissions
+//! let anyone else read or change it. Errors name the file, never a value.
 //!
 //! The store also keeps a journal of what the Pack did with each key in this process (whether
 //! a load found a record, how the last save ended), so `runvil login` says what was kept
@@ -12,24 +12,22 @@
 //! is only a warning to it.
 
 use std::collections::BTreeMap;
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use runvil_plugin::CredentialStore;
 
-/// The file's permissions: the user reads and writes, nobody else.
-const FILE_MODE: u32 = 0o600;
-/// Its folder's, when runvil makes it.
-const DIR_MODE: u32 = 0o700;
+use crate::record_file::{Kind, RecordFile};
+
+/// The credentials file in the words of its errors.
+const CREDENTIALS: Kind = Kind {
+    noun: "credentials file",
+    afresh: "runvil writes a new one at the next login",
+};
 
 /// The credentials file.
 pub(crate) struct FileStore {
-    path: PathBuf,
-    /// Two saves of one process never interleave their read and rename.
-    lock: Mutex<()>,
+    file: RecordFile,
     /// What happened to each key in this process.
     journal: Mutex<BTreeMap<String, Journal>>,
 }
@@ -46,28 +44,23 @@ pub(crate) struct Journal {
 impl FileStore {
     /// The store at its usual place, or `None` when no place is known (no `HOME`).
     pub(crate) fn default_place() -> Option<Self> {
-        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         let path = match var("RUNVIL_CREDENTIALS") {
             Some(path) => PathBuf::from(path),
-            None => var("XDG_STATE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| var("HOME").map(|home| Path::new(&home).join(".local/state")))?
-                .join("runvil/credentials.json"),
+            None => state_folder()?.join("credentials.json"),
         };
         Some(Self::at(path))
     }
 
     fn at(path: PathBuf) -> Self {
         Self {
-            path,
-            lock: Mutex::new(()),
+            file: RecordFile::new(path, CREDENTIALS),
             journal: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// The file.
     pub(crate) fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     /// Whether the file can be read and used: absent, or a credentials file only the user
@@ -92,64 +85,12 @@ impl FileStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Every record in the file; an absent file has none.
     fn read(&self) -> Result<BTreeMap<String, String>, String> {
-        let shown = self.path.display();
-        let metadata = match fs::metadata(&self.path) {
-            Ok(metadata) => metadata,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => return Err(format!("cannot read {shown}: {e}")),
-        };
-        if metadata.permissions().mode() & 0o077 != 0 {
-            return Err(format!(
-                "{shown} may be read by other users (its permissions are {:o}); \
-                 run `chmod 600 {shown}` or remove it",
-                metadata.permissions().mode() & 0o777
-            ));
-        }
-        let text =
-            fs::read_to_string(&self.path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-        serde_json::from_str(&text).map_err(|_| {
-            format!(
-                "{shown} is not a runvil credentials file; move it away or remove it, and \
-                 runvil writes a new one at the next login"
-            )
-        })
+        self.file.read()
     }
 
-    /// Replaces the file with `records`, atomically.
-    fn write(&self, records: &BTreeMap<String, String>) -> Result<(), String> {
-        let shown = self.path.display();
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(DIR_MODE)
-            .create(dir)
-            .map_err(|e| format!("cannot create the folder of {shown}: {e}"))?;
-        let temporary = self.path.with_extension("json.new");
-        let text = serde_json::to_string_pretty(records).map_err(|e| e.to_string())?;
-        let _ = fs::remove_file(&temporary);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(FILE_MODE)
-            .open(&temporary)
-            .map_err(|e| format!("cannot write {shown}: {e}"))?;
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| format!("cannot write {shown}: {e}"))?;
-        fs::rename(&temporary, &self.path).map_err(|e| format!("cannot write {shown}: {e}"))
-    }
-
-    /// Changes the records under the lock.
     fn change(&self, edit: impl FnOnce(&mut BTreeMap<String, String>)) -> Result<(), String> {
-        let _held = self
-            .lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut records = self.read()?;
-        edit(&mut records);
-        self.write(&records)
+        self.file.change(edit)
     }
 }
 
@@ -181,9 +122,27 @@ impl CredentialStore for FileStore {
     }
 }
 
+/// An environment variable runvil reads a place from; an empty one is none.
+fn var(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+/// The folder where runvil keeps its state by default: `$XDG_STATE_HOME/runvil`, else
+/// `~/.local/state/runvil`; `None` without either variable.
+pub(crate) fn state_folder() -> Option<PathBuf> {
+    let state = var("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|home| Path::new(&home).join(".local/state")))?;
+    Some(state.join("runvil"))
+}
+
 #[cfg(test)]
 mod tests {
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
+    use crate::record_file::{DIR_MODE, FILE_MODE};
 
     fn store(dir: &Path) -> FileStore {
         FileStore::at(dir.join("state/runvil/credentials.json"))
@@ -206,13 +165,13 @@ mod tests {
         store.save("a", "three").expect("replaced");
         assert_eq!(store.load("a").as_deref(), Some("three"));
         assert_eq!(store.load("b").as_deref(), Some("two"));
-        let mode = fs::metadata(&store.path)
+        let mode = fs::metadata(store.path())
             .expect("file")
             .permissions()
             .mode()
             & 0o777;
         assert_eq!(mode, FILE_MODE);
-        let folder = store.path.parent().expect("folder");
+        let folder = store.path().parent().expect("folder");
         assert_eq!(
             fs::metadata(folder).expect("dir").permissions().mode() & 0o777,
             DIR_MODE
@@ -220,7 +179,7 @@ mod tests {
         store.delete("a").expect("deleted");
         assert_eq!(store.load("a"), None);
         assert_eq!(store.load("b").as_deref(), Some("two"));
-        assert!(!store.path.with_extension("json.new").exists());
+        assert!(!store.file.temporary().exists());
         let _ = fs::remove_dir_all(&dir);
     }
 
@@ -236,7 +195,7 @@ mod tests {
         assert_eq!(store.load("a").as_deref(), Some("one"));
         assert_eq!(store.journal("a").found, Some(true));
         // A save that cannot write: its error is kept, naming the file.
-        fs::create_dir_all(store.path.with_extension("json.new").join("x")).expect("blocker");
+        fs::create_dir_all(store.file.temporary().join("x")).expect("blocker");
         let error = store.save("b", "two").expect_err("cannot write");
         assert_eq!(store.journal("b").saved, Some(Err(error.clone())));
         assert!(error.starts_with("cannot write "), "{error}");
@@ -250,7 +209,7 @@ mod tests {
         let dir = scratch("wide");
         let store = store(&dir);
         store.save("a", "secret-value-1").expect("saved");
-        fs::set_permissions(&store.path, fs::Permissions::from_mode(0o644)).expect("chmod");
+        fs::set_permissions(store.path(), fs::Permissions::from_mode(0o644)).expect("chmod");
         assert_eq!(store.load("a"), None);
         let error = store.save("b", "x").expect_err("refused");
         assert!(

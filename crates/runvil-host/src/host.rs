@@ -1,5 +1,7 @@
 //! `runvil tools` and `runvil call`, and what every command shares: installing the Plugin
-//! through the contract, exit codes, and the one way results reach stdout.
+//! through the contract with what each command lends it (the credentials file, the pins file
+//! with `runvil trust`'s hint, an authorizer), exit codes, and the one way results reach
+//! stdout.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -7,7 +9,7 @@ use std::time::Duration;
 
 use runvil_plugin::{
     AUTHORIZATION_HINT, AUTHORIZER, Authorizer, BackendState, CREDENTIAL_STORE, CredentialStore,
-    Pack, Packs, Services, TOKIO_RUNTIME, ToolError,
+    PIN_STORE, Pack, Packs, PinStore, Services, TOKIO_RUNTIME, TRUST_HINT, ToolError,
 };
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
@@ -15,6 +17,7 @@ use tokio::runtime::Handle;
 use crate::cli::{Answer, DEFAULT_WAIT_SECS};
 use crate::credentials::FileStore;
 use crate::output::Format;
+use crate::pins::{self, PinFile};
 use crate::progress::Until;
 use crate::untrusted::shown;
 use crate::{discovery, progress, signals};
@@ -129,7 +132,7 @@ async fn respond(
         },
         None => config.servers,
     };
-    let pack = match build_pack(servers, Handle::current()) {
+    let pack = match build_pinned_pack(servers) {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");
@@ -207,39 +210,96 @@ pub(crate) fn only(servers: Value, namespace: &str) -> Result<Value, String> {
 /// What a server that needs a login says under every command but `login`.
 const LOGIN_HINT: &str = "run `runvil login {namespace}`";
 
+/// What a held tool's reason says the user can do, under every command that lends the pins
+/// file (`{namespace}` is the Pack's to fill in).
+const TRUST_HINT_TEXT: &str = "the user can review it with `runvil trust {namespace}`";
+
+/// What a command lends the Pack besides its runtime.
+#[derive(Default)]
+pub(crate) struct Lent {
+    /// How the user logs in (`runvil login`); without it, the Pack says [`LOGIN_HINT`].
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    /// The credentials file, so servers a user logged in to stay authorized.
+    pub(crate) credentials: Option<Arc<dyn CredentialStore>>,
+    /// The pins file, so a tool that changed since the user trusted it is held; lent with
+    /// [`TRUST_HINT_TEXT`].
+    pub(crate) pins: Option<Arc<dyn PinStore>>,
+}
+
+impl Lent {
+    /// The credentials file at its usual place, when one is known.
+    pub(crate) fn credentials() -> Self {
+        let store =
+            FileStore::default_place().map(|store| Arc::new(store) as Arc<dyn CredentialStore>);
+        Self {
+            credentials: store,
+            ..Self::default()
+        }
+    }
+
+    /// What `tools`, `call` and `serve` lend: the credentials file and the pins file. Without
+    /// a place for the pins file the Pack holds nothing back, which is said, since the user
+    /// would otherwise believe a changed tool is held.
+    ///
+    /// A pins file that cannot be used is said too, once, before any server is listed: the
+    /// Pack then holds every tool with that reason, and under `serve` a person reads only the
+    /// client's log of runvil's stderr.
+    pub(crate) fn pinned() -> Self {
+        let pins = match PinFile::default_place() {
+            Some(pins) => {
+                if let Err(e) = pins.check() {
+                    eprintln!("runvil: {e}; until then no tool is trusted");
+                }
+                Some(Arc::new(pins) as Arc<dyn PinStore>)
+            }
+            None => {
+                eprintln!(
+                    "runvil: {}; no tool is held when it changes",
+                    pins::NO_PLACE
+                );
+                None
+            }
+        };
+        Self {
+            pins,
+            ..Self::credentials()
+        }
+    }
+}
+
 /// Installs `plugin_mcp` through the contract and builds its Pack on `runtime`, with the
 /// credentials file lent (so servers a user logged in to stay authorized) and no way to log
-/// in but the hint.
+/// in but the hint, and no pins: for `check`, whose Pack never runs, and `demo`, which writes
+/// no file.
 pub(crate) fn build_pack(servers: Value, runtime: Handle) -> Result<Arc<dyn Pack>, String> {
-    let store = FileStore::default_place().map(|store| Arc::new(store) as Arc<dyn CredentialStore>);
-    build_pack_on(servers, runtime, None, store)
+    build_pack_on(servers, runtime, Lent::credentials())
 }
 
-/// [`build_pack`] on the current runtime, with an authorizer (`runvil login`) and a store.
-pub(crate) fn build_pack_with(
-    servers: Value,
-    authorizer: Option<Arc<dyn Authorizer>>,
-    store: Option<Arc<dyn CredentialStore>>,
-) -> Result<Arc<dyn Pack>, String> {
-    build_pack_on(servers, Handle::current(), authorizer, store)
+/// The Pack of `tools`, `call` and `serve`, on the current runtime: [`Lent::pinned`].
+pub(crate) fn build_pinned_pack(servers: Value) -> Result<Arc<dyn Pack>, String> {
+    build_pack_on(servers, Handle::current(), Lent::pinned())
 }
 
-fn build_pack_on(
-    servers: Value,
-    runtime: Handle,
-    authorizer: Option<Arc<dyn Authorizer>>,
-    store: Option<Arc<dyn CredentialStore>>,
-) -> Result<Arc<dyn Pack>, String> {
+/// [`build_pack`] on the current runtime, with what `lent` holds (`login`, `trust`).
+pub(crate) fn build_pack_with(servers: Value, lent: Lent) -> Result<Arc<dyn Pack>, String> {
+    build_pack_on(servers, Handle::current(), lent)
+}
+
+fn build_pack_on(servers: Value, runtime: Handle, lent: Lent) -> Result<Arc<dyn Pack>, String> {
     let mut packs = Packs::new();
     plugin_mcp::install(&mut packs, &json!({ "mcp": servers }));
     let mut services = Services::new();
     services.insert(TOKIO_RUNTIME, runtime);
     services.insert(AUTHORIZATION_HINT, LOGIN_HINT.to_owned());
-    if let Some(authorizer) = authorizer {
+    if let Some(authorizer) = lent.authorizer {
         services.insert(AUTHORIZER, authorizer);
     }
-    if let Some(store) = store {
+    if let Some(store) = lent.credentials {
         services.insert(CREDENTIAL_STORE, store);
+    }
+    if let Some(pins) = lent.pins {
+        services.insert(PIN_STORE, pins);
+        services.insert(TRUST_HINT, TRUST_HINT_TEXT.to_owned());
     }
     packs
         .construct("mcp", &services)

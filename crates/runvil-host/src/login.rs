@@ -67,8 +67,15 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
     };
     let store = Arc::new(store);
     let authorizer: Arc<dyn Authorizer> = loopback.clone();
-    let lent: Arc<dyn CredentialStore> = store.clone();
-    let pack = match host::build_pack_with(servers, Some(authorizer), Some(lent)) {
+    let kept: Arc<dyn CredentialStore> = store.clone();
+    // No pins: a login writes the credentials file only, and the first listing of `tools`,
+    // `call`, `serve` or `trust` is the one trusted.
+    let lent = host::Lent {
+        authorizer: Some(authorizer),
+        credentials: Some(kept),
+        pins: None,
+    };
+    let pack = match host::build_pack_with(servers, lent) {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");

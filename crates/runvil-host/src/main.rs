@@ -12,7 +12,9 @@
 //! - `logging`: log lines on stderr, only the Pack's and runvil's below WARN.
 //! - `check`, `serve`, `demo`, `login` (with `logout`), `edit` (`add` and `remove`): one
 //!   command each. `signals`: what stops a command, and its exit code.
-//! - `credentials`: the file where logins are kept.
+//! - `trust`: reviewing and approving the tools the Pack holds.
+//! - `record_file`: the one kind of state file; `credentials`: the file where logins are kept;
+//!   `pins`: the file of the tool definitions the user trusts.
 //! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
 
 #![forbid(unsafe_code)]
@@ -29,9 +31,12 @@ mod host;
 mod logging;
 mod login;
 mod output;
+mod pins;
 mod progress;
+mod record_file;
 mod serve;
 mod signals;
+mod trust;
 mod untrusted;
 
 use std::future::Future;
@@ -75,6 +80,21 @@ fn main() -> ExitCode {
             no_browser,
         } => block_on(login::login(namespace, &source, wait, no_browser)),
         Command::Logout { namespace, source } => login::logout(&namespace, &source),
+        Command::Trust {
+            namespace,
+            tool,
+            yes,
+            source,
+            wait,
+        } => {
+            let asked = trust::Asked {
+                namespace: &namespace,
+                tool: tool.as_deref(),
+                yes,
+                wait,
+            };
+            block_on(trust::trust(asked, &source))
+        }
         Command::Add {
             name,
             url,

@@ -25,7 +25,6 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use runvil_plugin::{BackendStatus, Pack, Progress, ProgressSink};
 use serde_json::Value;
-use tokio::runtime::Handle;
 
 use crate::cli::Source;
 use crate::discovery;
@@ -183,7 +182,7 @@ pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
             return EXIT_OTHER;
         }
     };
-    let pack = match host::build_pack(config.servers, Handle::current()) {
+    let pack = match host::build_pinned_pack(config.servers) {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");

@@ -54,6 +54,7 @@ fn the_example_config_lists_every_entry_with_its_status() {
     let out = Command::new(env!("CARGO_BIN_EXE_runvil"))
         .args(["tools", "--config", config, "--wait", "0"])
         .env_remove("GITHUB_TOKEN")
+        .env("RUNVIL_PINS", support::scratch_pins())
         .output()
         .expect("runvil runs");
     assert_eq!(out.status.code(), Some(0));
@@ -296,6 +297,7 @@ fn a_piped_stderr_gets_one_summary_line_and_no_warnings() {
     let out = Command::new(env!("CARGO_BIN_EXE_runvil"))
         .args(["tools", "--config", config.arg()])
         .env_remove("RUST_LOG")
+        .env("RUNVIL_PINS", support::scratch_pins())
         .output()
         .expect("runvil runs");
     assert_eq!(out.status.code(), Some(0));
@@ -402,7 +404,9 @@ async fn a_tls_handshake_with_a_plain_http_server_says_so_in_words() {
 
 #[test]
 fn every_subcommand_s_help_ends_with_an_example() {
-    for command in ["demo", "tools", "call", "serve", "check", "login", "logout"] {
+    for command in [
+        "demo", "tools", "call", "serve", "check", "login", "logout", "trust",
+    ] {
         let out = runvil(&[command, "--help"]);
         assert_eq!(out.status.code(), Some(0), "{command}");
         let help = text(&out.stdout);

@@ -43,7 +43,8 @@ async fn an_mcp_client_lists_and_calls_through_the_gateway() {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_runvil"));
     command
         .args(["serve", "--config", config.arg()])
-        .env("RUST_LOG", "off");
+        .env("RUST_LOG", "off")
+        .env("RUNVIL_PINS", support::scratch_pins());
     let (transport, _stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::null())
         .spawn()
@@ -155,6 +156,7 @@ impl LineClient {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runvil"))
             .args(["serve", "--config", config])
             .env("RUST_LOG", log)
+            .env("RUNVIL_PINS", support::scratch_pins())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)

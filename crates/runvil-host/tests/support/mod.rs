@@ -18,14 +18,28 @@ pub(crate) fn runvil(args: &[&str]) -> Output {
     runvil_command(args).output().expect("runvil runs")
 }
 
-/// `runvil` with `args`, quiet logs, and no config from the environment.
+/// `runvil` with `args`, quiet logs, no config from the environment, and a pins file of its
+/// own ([`scratch_pins`]); a test of pins sets `RUNVIL_PINS` again.
 pub(crate) fn runvil_command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_runvil"));
     command
         .args(args)
         .env("RUST_LOG", "off")
-        .env_remove("RUNVIL_MCP_CONFIG");
+        .env_remove("RUNVIL_MCP_CONFIG")
+        .env("RUNVIL_PINS", scratch_pins());
     command
+}
+
+/// A pins file no other command uses, in the scratch folder cargo gives integration tests
+/// (under the target folder): every command trusts its servers' tools as it first lists them,
+/// as a new user's would, whatever another test (or an earlier run, on a port used again)
+/// listed, and no test writes the pins of the user running it.
+pub(crate) fn scratch_pins() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("runvil-pins-{}", std::process::id()))
+        .join(format!("{n}.json"))
 }
 
 /// Runs `runvil` with `args` in `dir`, with `home` as HOME (and its `.config` as the user's
