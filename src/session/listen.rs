@@ -20,6 +20,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use super::exchange::Link;
 use super::legacy::Legacy;
@@ -27,7 +28,7 @@ use super::modern::Modern;
 use crate::envelope::{Shown, show};
 use crate::jsonrpc::{Incoming, Meta, Params, Request, RevisionMeta, to_bytes};
 use crate::policy::{
-    MAX_ERROR_CHARS, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY, retry_delay,
+    MAX_ERROR_CHARS, RETRY_MAX_DELAY, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY, retry_delay,
 };
 use crate::transport::{EventStream, Outgoing, Reply, SessionHeaders, TransportError};
 
@@ -142,6 +143,7 @@ pub(super) async fn modern(link: &Link, modern: &Modern) {
     let mut failures = 0u32;
     let mut first = true;
     loop {
+        let mut acknowledged_at = None;
         let end = subscribe(link, modern, &mut || {
             link.changes.subscribed.store(true, Ordering::Relaxed);
             if !first {
@@ -149,10 +151,15 @@ pub(super) async fn modern(link: &Link, modern: &Modern) {
                 link.changes.notice();
             }
             first = false;
-            failures = 0;
+            acknowledged_at = Some(Instant::now());
         })
         .await;
         link.changes.subscribed.store(false, Ordering::Relaxed);
+        // Only a subscription that held as long as the longest wait resets the backoff: one
+        // that a server acknowledges and drops at once is asked for less and less often.
+        if acknowledged_at.is_some_and(|at| at.elapsed() >= RETRY_MAX_DELAY) {
+            failures = 0;
+        }
         match end {
             End::Graceful => {
                 tracing::debug!("the server ended the subscription to its notices");
