@@ -14,22 +14,25 @@
 //! - `config`: parses each `mcpServers` entry on its own, with `${env:NAME}` substitution; the
 //!   URL is parsed here, once, and carried parsed.
 //! - `secret`: values that may hold a credential (a string, the URL), and the scrubber.
-//! - `connector`: one background task per server, from `loading` to `ready` or `error`.
+//! - `connector`: one background task per server, from `loading` to `ready` or `error`, then
+//!   following the changes of its tools.
 //! - `session`: one server's conversation in the era it speaks (`era` decides: 2026-07-28
 //!   without a handshake in `modern`, else the `initialize` handshake of 2025-11-25 in
-//!   `legacy`); `exchange` is one request and its answer; paging, cancellation, restarts.
+//!   `legacy`); `exchange` is one request and its answer; `listen` hears that its tools
+//!   changed; paging, cancellation, restarts.
 //! - `jsonrpc`: the JSON-RPC messages of both eras as typed values, and every server message
 //!   read into one typed enum.
 //! - `transport`: Streamable HTTP over reqwest and rustls, with byte caps; `transport::route`
 //!   picks pooled or new connections per server, against the delayed-ACK stall.
 //! - `auth`: OAuth 2.1 for servers that ask (`challenge`, `discovery`, `registration`, `flow`,
-//!   `assertion`, `dpop`, `fetch`, `stored`), on the transport's `401` and `403`.
+//!   `assertion`, `dpop`, `fetch`, `stored`, `error`), on the transport's `401` and `403`.
 //! - `sse`: the event stream of an answer, parsed without I/O, each event capped.
 //! - `envelope`: the only way from server data to text a model reads: `untrusted` (the taint
 //!   type), `catalog` (reads `tools/list` pages), `tool_check` (accepts tools and checks
 //!   against their schemas; `expansion` bounds schema work, `param_headers` handles
 //!   `x-mcp-header`), `result` (converts results), `text` (cleans and caps text; `chars`
-//!   decides which characters show), `off_runtime` (runs checks on the blocking pool).
+//!   decides which characters show), `shown` (the one type of text that may leave the Pack:
+//!   scrubbed, then cleaned, then cut), `off_runtime` (runs checks on the blocking pool).
 //! - `pins`: which tool definitions the user trusts, when the Host lends a pin store; a
 //!   changed or new tool is held until the user approves it.
 //! - `listing`: the JSON `get_dynamic_tools` answers, within its cap.

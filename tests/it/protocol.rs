@@ -14,7 +14,7 @@ use support::wait_until;
 
 const SETTLE: Duration = Duration::from_secs(10);
 
-async fn ready_pack(server: &Hostile) -> std::sync::Arc<dyn runvil_plugin::Pack> {
+async fn ready_pack(server: &Hostile) -> Arc<dyn runvil_plugin::Pack> {
     let pack = support::pack(
         json!({"s": {"url": server.url, "headers": {"X-Secret-Header": "h-value-123"}}}),
     );
