@@ -22,6 +22,8 @@
 //!   changed; paging, cancellation, restarts.
 //! - `jsonrpc`: the JSON-RPC messages of both eras as typed values, and every server message
 //!   read into one typed enum.
+//! - `http`: the layer under the transport and authorization: the one client, capped reads,
+//!   failures without their URL.
 //! - `transport`: Streamable HTTP over reqwest and rustls, with byte caps; `transport::route`
 //!   picks pooled or new connections per server, against the delayed-ACK stall.
 //! - `auth`: OAuth 2.1 for servers that ask (`challenge`, `discovery`, `registration`, `flow`,
@@ -48,6 +50,7 @@ mod auth;
 mod config;
 mod connector;
 mod envelope;
+mod http;
 mod jsonrpc;
 mod lifecycle;
 mod listing;

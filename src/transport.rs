@@ -16,22 +16,20 @@
 //! Requests reuse pooled keep-alive connections, unless a server stalls on them: `route`
 //! learns that per server, and says why.
 //!
-use std::borrow::Cow;
-use std::error::Error as _;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Client, ClientBuilder, RequestBuilder, Response, StatusCode};
+use reqwest::{RequestBuilder, Response, StatusCode};
 
 use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
 use crate::config::ServerSpec;
 use crate::envelope::{Shown, Untrusted, show, show_escaped};
+use crate::http::{self, Capped, DPOP_NONCE, Failure, describe};
 use crate::policy::{
-    CONNECT_TIMEOUT, MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_ERROR_CHARS,
-    MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS,
-    redirect_policy,
+    MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_ERROR_CHARS, MAX_RESPONSE_BYTES,
+    MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS,
 };
 use crate::secret::{Scrubber, SecretUrl};
 use crate::sse::{Event, SseError, SseParser};
@@ -45,24 +43,11 @@ const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 const DPOP: HeaderName = HeaderName::from_static("dpop");
-const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const JSON_TYPE: &str = "application/json";
 const EVENT_STREAM_TYPE: &str = "text/event-stream";
-
-/// The settings of every HTTP client of the Pack: no redirect, no proxy, no compression
-/// (reqwest's decompression features are off), a connect timeout.
-fn client_builder() -> ClientBuilder {
-    Client::builder()
-        .redirect(redirect_policy())
-        .referer(false)
-        .no_proxy()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .tcp_nodelay(true)
-        .user_agent(concat!("plugin_mcp/", env!("CARGO_PKG_VERSION")))
-}
 
 /// What a request carries besides the configured headers, once a session exists.
 #[derive(Clone, Default)]
@@ -513,18 +498,16 @@ fn session_id_of(response: &Response) -> Result<Option<HeaderValue>, TransportEr
     Ok(Some(id.clone()))
 }
 
-/// Reads a whole body, failing as soon as it passes the cap: `Content-Length` is not trusted.
-async fn read_capped(mut response: Response) -> Result<Vec<u8>, TransportError> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(body_error)? {
-        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Err(TransportError::TooLarge {
+/// Reads a whole body within [`MAX_RESPONSE_BYTES`].
+async fn read_capped(response: Response) -> Result<Vec<u8>, TransportError> {
+    http::read_capped(response, MAX_RESPONSE_BYTES)
+        .await
+        .map_err(|capped| match capped {
+            Capped::TooLarge => TransportError::TooLarge {
                 limit: MAX_RESPONSE_BYTES,
-            });
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+            },
+            Capped::Broke(failure) => TransportError::Body(failure),
+        })
 }
 
 fn body_error(e: reqwest::Error) -> TransportError {
@@ -685,58 +668,3 @@ const SESSION_GONE: [&str; 6] = [
     "expired",
     "terminated",
 ];
-
-/// A request reqwest could not complete: what failed, in the Pack's words, and the causes it
-/// gave, without the URL. The causes are other crates' words, which may name the server's
-/// host or quote its certificate, so they are kept as [`Untrusted`].
-#[derive(Debug, Clone)]
-pub(crate) struct Failure {
-    what: Cow<'static, str>,
-    causes: Option<Untrusted<String>>,
-}
-
-impl Failure {
-    /// A failure with no cause to quote.
-    pub(crate) fn new(what: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            what: what.into(),
-            causes: None,
-        }
-    }
-
-    /// What failed, then its causes.
-    pub(crate) fn render(&self, scrubber: &Scrubber) -> String {
-        match &self.causes {
-            None => self.what.clone().into_owned(),
-            Some(causes) => format!("{}: {}", self.what, causes.show(scrubber, MAX_ERROR_CHARS)),
-        }
-    }
-}
-
-/// A reqwest error without its URL: what failed and each of its causes.
-pub(crate) fn describe(e: reqwest::Error) -> Failure {
-    let e = e.without_url();
-    let what = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "connection failed"
-    } else {
-        "request failed"
-    };
-    let mut causes = String::new();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !causes.ends_with(&cause_text) {
-            if !causes.is_empty() {
-                causes.push_str(": ");
-            }
-            causes.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    Failure {
-        what: Cow::Borrowed(what),
-        causes: (!causes.is_empty()).then(|| Untrusted::new(causes)),
-    }
-}

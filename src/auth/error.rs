@@ -10,9 +10,9 @@
 use std::borrow::Cow;
 
 use crate::envelope::{Shown, Untrusted, show};
+use crate::http::Failure;
 use crate::policy::{MAX_ERROR_CHARS, MAX_OAUTH_QUOTED_CHARS};
 use crate::secret::Scrubber;
-use crate::transport::Failure;
 
 /// Why a server could not be authorized.
 #[derive(Debug, Clone)]

@@ -13,8 +13,8 @@ use reqwest::{Client, RequestBuilder, Url};
 use serde::de::DeserializeOwned;
 
 use super::{AuthError, dpop};
+use crate::http::{Capped, DPOP_NONCE, Failure, describe, read_capped};
 use crate::policy::{MAX_OAUTH_RESPONSE_BYTES, OAUTH_REQUEST_DEADLINE};
-use crate::transport::{Failure, describe};
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
@@ -126,31 +126,26 @@ pub(crate) async fn post_json(
 
 async fn send(request: RequestBuilder) -> Result<Answer, AuthError> {
     let exchange = async {
-        let mut response = request
+        let response = request
             .send()
             .await
             .map_err(|e| AuthError::Unreachable(describe(e)))?;
         let status = response.status();
-        let dpop_nonce = dpop::nonce(response.headers().get("dpop-nonce"));
+        let dpop_nonce = dpop::nonce(response.headers().get(DPOP_NONCE));
         if status.is_redirection() {
             return Err(AuthError::refused(format!(
                 "an authorization request was answered with a redirect (HTTP {}), which is not followed",
                 status.as_u16()
             )));
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
+        let body = read_capped(response, MAX_OAUTH_RESPONSE_BYTES)
             .await
-            .map_err(|e| AuthError::Unreachable(describe(e)))?
-        {
-            if body.len() + chunk.len() > MAX_OAUTH_RESPONSE_BYTES {
-                return Err(AuthError::refused(format!(
+            .map_err(|capped| match capped {
+                Capped::TooLarge => AuthError::refused(format!(
                     "an authorization answer is larger than {MAX_OAUTH_RESPONSE_BYTES} bytes"
-                )));
-            }
-            body.extend_from_slice(&chunk);
-        }
+                )),
+                Capped::Broke(failure) => AuthError::Unreachable(failure),
+            })?;
         Ok(Answer {
             status: status.as_u16(),
             body,

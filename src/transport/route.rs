@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use reqwest::Client;
 
-use super::{TransportError, client_builder, describe};
+use super::TransportError;
+use crate::http::{client_builder, describe};
 
 /// An answer whose first event comes this long after its headers, on a reused connection,
 /// may have met the delayed-ACK stall (Linux delays an ACK by 40 ms at least, 200 ms at
