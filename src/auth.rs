@@ -358,7 +358,7 @@ impl Authorization {
         let key = self.namespace.clone();
         let saved = tokio::task::spawn_blocking(move || store.save(&key, &record)).await;
         if let Ok(Err(error)) = saved {
-            let error = show(&self.scrubbers.pack, &error, MAX_ERROR_CHARS);
+            let error = show(&self.scrubbers.pack, &error.reason, MAX_ERROR_CHARS);
             tracing::warn!(server = %log_safe(&self.namespace), error = %error.line(), "the credentials could not be saved");
         }
     }

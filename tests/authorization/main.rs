@@ -23,7 +23,7 @@ use std::time::Duration;
 use reqwest::Url;
 use runvil_plugin::{
     AUTHORIZER, AuthorizationRequest, Authorizer, BoxFuture, CREDENTIAL_STORE, CredentialStore,
-    Services,
+    Services, StoreError,
 };
 use serde_json::{Value, json};
 use support::hostile::{Hostile, Request};
@@ -150,14 +150,14 @@ impl CredentialStore for Memory {
     fn load(&self, key: &str) -> Option<String> {
         self.0.lock().expect("store").get(key).cloned()
     }
-    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+    fn save(&self, key: &str, value: &str) -> Result<(), StoreError> {
         self.0
             .lock()
             .expect("store")
             .insert(key.to_owned(), value.to_owned());
         Ok(())
     }
-    fn delete(&self, key: &str) -> Result<(), String> {
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.0.lock().expect("store").remove(key);
         Ok(())
     }

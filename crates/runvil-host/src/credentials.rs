@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use runvil_plugin::CredentialStore;
+use runvil_plugin::{CredentialStore, StoreError};
 
 use crate::record_file::{Kind, RecordFile};
 
@@ -107,18 +107,19 @@ impl CredentialStore for FileStore {
         record
     }
 
-    fn save(&self, key: &str, value: &str) -> Result<(), String> {
+    fn save(&self, key: &str, value: &str) -> Result<(), StoreError> {
         let saved = self.change(|records| {
             records.insert(key.to_owned(), value.to_owned());
         });
         self.journals().entry(key.to_owned()).or_default().saved = Some(saved.clone());
-        saved
+        saved.map_err(StoreError::new)
     }
 
-    fn delete(&self, key: &str) -> Result<(), String> {
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.change(|records| {
             records.remove(key);
         })
+        .map_err(StoreError::new)
     }
 }
 
@@ -196,7 +197,7 @@ mod tests {
         assert_eq!(store.journal("a").found, Some(true));
         // A save that cannot write: its error is kept, naming the file.
         fs::create_dir_all(store.file.temporary().join("x")).expect("blocker");
-        let error = store.save("b", "two").expect_err("cannot write");
+        let error = store.save("b", "two").expect_err("cannot write").reason;
         assert_eq!(store.journal("b").saved, Some(Err(error.clone())));
         assert!(error.starts_with("cannot write "), "{error}");
         assert!(error.contains("credentials.json"), "{error}");
@@ -211,7 +212,7 @@ mod tests {
         store.save("a", "secret-value-1").expect("saved");
         fs::set_permissions(store.path(), fs::Permissions::from_mode(0o644)).expect("chmod");
         assert_eq!(store.load("a"), None);
-        let error = store.save("b", "x").expect_err("refused");
+        let error = store.save("b", "x").expect_err("refused").reason;
         assert!(
             error.contains("may be read by other users (its permissions are 644)"),
             "{error}"

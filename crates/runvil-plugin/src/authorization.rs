@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::pack::BoxFuture;
 use crate::services::Service;
+use crate::store::StoreError;
 
 /// The user's part of an OAuth authorization code flow.
 pub trait Authorizer: Send + Sync {
@@ -58,9 +59,9 @@ pub trait CredentialStore: Send + Sync {
     /// The value saved under `key`, if any.
     fn load(&self, key: &str) -> Option<String>;
     /// Saves `value` under `key`, replacing what was there.
-    fn save(&self, key: &str, value: &str) -> Result<(), String>;
+    fn save(&self, key: &str, value: &str) -> Result<(), StoreError>;
     /// Forgets what is saved under `key`.
-    fn delete(&self, key: &str) -> Result<(), String>;
+    fn delete(&self, key: &str) -> Result<(), StoreError>;
 }
 
 /// The Host's [`CredentialStore`]. Without one, authorizations last as long as the Pack.

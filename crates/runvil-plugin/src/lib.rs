@@ -33,6 +33,7 @@ mod pack;
 mod packs;
 mod services;
 mod status;
+mod store;
 mod trust;
 
 pub use authorization::{
@@ -43,7 +44,8 @@ pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};
 pub use status::{BackendState, BackendStatus, Progress, ProgressSink, StatusReceiver};
-pub use trust::{FieldChange, Held, HeldTool, PIN_STORE, PinStore, StoreError, TRUST_HINT};
+pub use store::StoreError;
+pub use trust::{FieldChange, Held, HeldTool, PIN_STORE, PinStore, TRUST_HINT};
 
 /// A Plugin: inserts its Packs into the Host's registry, given the Host's whole configuration.
 ///

@@ -7,7 +7,8 @@ use std::pin::Pin;
 use serde_json::Value;
 
 use crate::status::{ProgressSink, StatusReceiver};
-use crate::trust::{HeldTool, StoreError};
+use crate::store::StoreError;
+use crate::trust::HeldTool;
 
 /// A boxed, sendable future: the contract's only async shape.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

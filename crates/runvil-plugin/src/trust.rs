@@ -11,10 +11,10 @@
 //! field by field, and [`Pack::approve`](crate::Pack::approve) approves what the user saw.
 //! Without a store a Pack holds nothing.
 
-use std::fmt;
 use std::sync::Arc;
 
 use crate::services::Service;
+use crate::store::StoreError;
 
 /// Where a Host keeps a Pack's records of trusted tools, as opaque text under a key the Pack
 /// chooses (one per backend). A Host keeps them as it keeps credentials: they decide what a
@@ -35,31 +35,6 @@ pub const PIN_STORE: Service<Arc<dyn PinStore>> = Service::new("pin-store");
 /// model. `{namespace}` is replaced by the backend's name, as in `the user can review it with
 /// \`runvil trust {namespace}\``.
 pub const TRUST_HINT: Service<String> = Service::new("trust-hint");
-
-/// Why a store could not do what it was asked, in words for the person running the Host (it
-/// names the store, a file for instance, never a value kept in it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreError {
-    /// What went wrong.
-    pub reason: String,
-}
-
-impl StoreError {
-    /// An error with this reason.
-    pub fn new(reason: impl Into<String>) -> Self {
-        Self {
-            reason: reason.into(),
-        }
-    }
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.reason)
-    }
-}
-
-impl std::error::Error for StoreError {}
 
 /// A tool a Pack holds until the user approves it. Its texts are the Pack's, cleaned for a
 /// person to read.
