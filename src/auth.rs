@@ -87,8 +87,9 @@ pub(crate) struct Authorization {
     server: SecretUrl,
     host: HostAuth,
     configured: Option<Preregistered>,
-    /// The scrubbers that must learn each new secret: the server's and the Pack's.
-    scrubbers: Scrubbers,
+    /// The Pack's scrubber, which learns each new secret the moment it exists, and shows what
+    /// a party said.
+    scrubber: Arc<Scrubber>,
     /// Finds the values `${env:...}` put into the server's URL, which nothing sent to an
     /// authorization server or shown to the user may hold.
     url_values: Scrubber,
@@ -98,13 +99,6 @@ pub(crate) struct Authorization {
     loaded: AtomicBool,
     /// Time spent waiting for the user (in a browser): the start deadline does not count it.
     user: std::sync::Mutex<UserTime>,
-}
-
-/// The server's scrubber and the Pack's: both learn every secret an authorization makes, and
-/// the Pack's, which knows every server's, shows what a party said.
-pub(crate) struct Scrubbers {
-    pub(crate) server: Arc<Scrubber>,
-    pub(crate) pack: Arc<Scrubber>,
 }
 
 /// The time the user took, over every authorization so far.
@@ -198,7 +192,7 @@ impl Authorization {
         url_values: &[Secret],
         host: HostAuth,
         configured: Option<Preregistered>,
-        scrubbers: Scrubbers,
+        scrubber: Arc<Scrubber>,
     ) -> Self {
         let flow = FlowState {
             configured_issuer: configured.as_ref().and_then(|c| c.issuer.clone()),
@@ -209,7 +203,7 @@ impl Authorization {
             server,
             host,
             configured,
-            scrubbers,
+            scrubber,
             url_values: Scrubber::new(url_values.iter().cloned()),
             current: RwLock::default(),
             flow: tokio::sync::Mutex::new(flow),
@@ -358,7 +352,7 @@ impl Authorization {
         let key = self.namespace.clone();
         let saved = tokio::task::spawn_blocking(move || store.save(&key, &record)).await;
         if let Ok(Err(error)) = saved {
-            let error = show(&self.scrubbers.pack, &error.reason, MAX_ERROR_CHARS);
+            let error = show(&self.scrubber, &error.reason, MAX_ERROR_CHARS);
             tracing::warn!(server = %log_safe(&self.namespace), error = %error.line(), "the credentials could not be saved");
         }
     }
@@ -450,7 +444,7 @@ impl Authorization {
                 Ok(())
             }
             Err(error) => {
-                let error = error.render(&self.scrubbers.pack);
+                let error = error.render(&self.scrubber);
                 tracing::debug!(server = %log_safe(&self.namespace), error = %error.line(), "the refresh failed");
                 flow.tokens = None;
                 Err(no_refresh())
@@ -695,9 +689,8 @@ impl Authorization {
         flow.tokens = Some(tokens);
     }
 
-    fn learn(&self, secrets: impl Iterator<Item = Secret> + Clone) {
-        self.scrubbers.server.learn(secrets.clone());
-        self.scrubbers.pack.learn(secrets);
+    fn learn(&self, secrets: impl Iterator<Item = Secret>) {
+        self.scrubber.learn(secrets);
     }
 
     fn hint(&self) -> String {

@@ -24,7 +24,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::auth::{Authorization, HostAuth, Scrubbers};
+use crate::auth::{Authorization, HostAuth};
 use crate::config::ServerSpec;
 use crate::envelope::{self, Shown, ToolSet, log_safe};
 use crate::pins::Pins;
@@ -219,12 +219,7 @@ pub(crate) fn spawn(
     let task_runtime = runtime.clone();
     let span = server_span(&server.name);
     let task = async move {
-        // Kept across attempts: what the server's scrubber learns (tokens) and the tokens.
-        let own = Arc::new(Scrubber::new(spec.secrets.iter().cloned()));
-        let scrubbers = Scrubbers {
-            server: Arc::clone(&own),
-            pack: Arc::clone(&scrubber),
-        };
+        // Kept across attempts: the tokens, and the server's authorization state.
         let oauth = spec.oauth.clone();
         let auth = Arc::new(Authorization::new(
             server.name.clone(),
@@ -232,19 +227,10 @@ pub(crate) fn spawn(
             &spec.url_values,
             host,
             oauth,
-            scrubbers,
+            Arc::clone(&scrubber),
         ));
         let pinned = server.pins.is_some();
-        let attempt = || {
-            start(
-                &task_runtime,
-                &spec,
-                &clients,
-                (&own, &scrubber),
-                &auth,
-                pinned,
-            )
-        };
+        let attempt = || start(&task_runtime, &spec, &clients, &scrubber, &auth, pinned);
         let name = log_safe(&server.name);
         let on_failure = |reason: Option<Shown>| {
             let reason = reason
@@ -349,13 +335,13 @@ pub(crate) fn server_span(name: &str) -> tracing::Span {
 }
 
 /// One attempt: connect, handshake, list every page, check the tools (keeping their
-/// definitions when they are `pinned`). The server's scrubber scrubs what it sends; the
-/// Pack's shows the reason of a failure.
+/// definitions when they are `pinned`). The Pack's scrubber, which knows every server's
+/// secrets, scrubs what the server sends and the reason of a failure.
 async fn start(
     runtime: &Handle,
     spec: &ServerSpec,
     clients: &SharedClients,
-    (own, pack): (&Arc<Scrubber>, &Arc<Scrubber>),
+    pack: &Arc<Scrubber>,
     auth: &Arc<Authorization>,
     pinned: bool,
 ) -> Result<(SharedSession, Listed), Shown> {
@@ -363,7 +349,7 @@ async fn start(
         .get_or_init(Clients::build)
         .clone()
         .map_err(|e| e.render(pack))?;
-    let transport = Transport::new(clients, spec, Arc::clone(own), Arc::clone(auth));
+    let transport = Transport::new(clients, spec, Arc::clone(pack), Arc::clone(auth));
     let session = Session::connect(transport, runtime.clone(), Arc::clone(pack))
         .await
         .map_err(|e| e.render(pack))?;

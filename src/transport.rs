@@ -7,7 +7,7 @@
 //! header reaches only the configured server and a response's size is its size on the wire.
 //! Nothing here prints the URL: reqwest's errors are stripped of it before they are shown.
 //!
-//! Every body and SSE event a server sends is scrubbed of the server's secrets here, as it is
+//! Every body and SSE event a server sends is scrubbed of every configured secret here, as it is
 //! read, before anything parses, lowercases, escapes, cuts or logs it: a secret changed by any
 //! of those would no longer be found. What a server or another crate says in an error (a
 //! content type, a connection's causes) stays [`Untrusted`] in the [`TransportError`] until
@@ -80,7 +80,8 @@ struct Endpoint {
     url: SecretUrl,
     headers: HeaderMap,
     route: Route,
-    /// This server's secrets, scrubbed from everything it sends.
+    /// The Pack's scrubber (every server's secrets, and what authorizations taught it),
+    /// scrubbed from everything this server sends.
     scrubber: Arc<Scrubber>,
     /// Its OAuth tokens, when it asks for them and nothing configured authorizes instead.
     auth: Option<Arc<Authorization>>,
@@ -475,7 +476,7 @@ fn content_type(response: &Response) -> Option<String> {
     )
 }
 
-/// A JSON body with the server's secrets scrubbed. One that is not UTF-8 is not JSON either:
+/// A JSON body with every secret scrubbed. One that is not UTF-8 is not JSON either:
 /// it goes on unchanged to the parser, which refuses it without quoting it.
 fn scrubbed_body(body: Vec<u8>, scrubber: &Scrubber) -> Vec<u8> {
     match String::from_utf8(body) {
