@@ -11,7 +11,8 @@
 //! One concern a file, in the order server data meets them:
 //!
 //! - `untrusted`: the taint type, [`Untrusted`].
-//! - `catalog`: reads `tools/list` pages into typed tools, as they arrive.
+//! - `catalog`: reads `tools/list` pages into typed tools, as they arrive; `listed` is one
+//!   tool as a server lists it.
 //! - `tool_check`: accepts or drops each tool, and checks arguments and structured results
 //!   against its schemas; `expansion` bounds the schema work, `param_headers` checks and
 //!   encodes `x-mcp-header` parameters.
@@ -28,6 +29,8 @@ mod catalog;
 mod chars;
 #[path = "envelope/expansion.rs"]
 mod expansion;
+#[path = "envelope/listed.rs"]
+mod listed;
 #[path = "envelope/off_runtime.rs"]
 mod off_runtime;
 #[path = "envelope/param_headers.rs"]
@@ -43,7 +46,8 @@ mod tool_check;
 #[path = "envelope/untrusted.rs"]
 mod untrusted;
 
-pub(crate) use catalog::{Catalog, Hints, Loose, Object};
+pub(crate) use catalog::Catalog;
+pub(crate) use listed::Hints;
 pub(crate) use off_runtime::{check_arguments, convert_result};
 pub(crate) use result::{Outcome, convert_now, rpc_error_text};
 pub(crate) use shown::{Shown, show, show_escaped, show_joined, show_owned};

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::envelope::{Loose, Object};
+use crate::wire::{Loose, Object};
 
 /// "Method not found": the answer to any server request but `ping` at 2025-11-25, since the
 /// client declares no capability that would invite one.

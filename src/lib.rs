@@ -11,6 +11,7 @@
 //! out and its answers back, and what a model reads last.
 //!
 //! - `policy`: every refusal, limit and timeout (auditors start here and in `policy/`).
+//! - `wire`: the lenient shapes every server message is read into (`Loose`, `Object`).
 //! - `config`: parses each `mcpServers` entry on its own, with `${env:NAME}` substitution; the
 //!   URL is parsed here, once, and carried parsed.
 //! - `secret`: values that may hold a credential (a string, the URL), and the scrubber.
@@ -61,6 +62,7 @@ mod session;
 mod sse;
 mod tools;
 mod transport;
+mod wire;
 
 use std::sync::Arc;
 

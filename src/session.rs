@@ -34,13 +34,14 @@ use runvil_plugin::ProgressSink;
 use self::legacy::Legacy;
 pub(crate) use self::listen::Changes;
 use self::modern::{Completion, Modern};
-use crate::envelope::{self, Catalog, Loose, Object, Shown, ToolSet, Untrusted};
+use crate::envelope::{self, Catalog, Shown, ToolSet, Untrusted};
 use crate::jsonrpc::{CallParams, ListParams, RpcError};
 use crate::policy::{
     ACCEPTED_PROTOCOL_VERSIONS, MAX_ERROR_CHARS, MAX_TOOL_PAGES, MODERN_PROTOCOL_VERSIONS,
 };
 use crate::secret::Scrubber;
 use crate::transport::{Transport, TransportError};
+use crate::wire::{Loose, Object};
 
 /// One server's conversation. Requests may run concurrently: each is its own POST.
 pub(crate) struct Session {

@@ -21,6 +21,8 @@ mod policy;
 mod secret;
 #[path = "../../src/sse.rs"]
 mod sse;
+#[path = "../../src/wire.rs"]
+mod wire;
 
 use serde_json::{Value, json};
 

@@ -9,18 +9,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use std::marker::PhantomData;
-
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{DeserializeOwned, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
+use serde::de::{SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use super::listed::ListedTool;
 use super::tool_check::{check_tool, reject};
 use super::{CheckedTool, Rejected, ToolSet, Untrusted};
 use crate::policy::{MAX_REJECTED_KEPT, MAX_TOOLS_LIST_BYTES, MAX_TOOLS_PER_SERVER};
 use crate::secret::Scrubber;
+use crate::wire::{Loose, Object};
 
 /// The tools of one server so far, page after page.
 #[derive(Debug, Default)]
@@ -168,121 +166,6 @@ impl<'de> Visitor<'de> for EachTool<'_> {
             self.0.add_tool(tool);
         }
         Ok(())
-    }
-}
-
-/// One tool as a server lists it: the fields the Pack reads, each kept only when it has the
-/// expected type. Any other field is skipped unread.
-#[derive(Deserialize)]
-pub(super) struct ListedTool {
-    #[serde(default)]
-    pub(super) name: Loose<String>,
-    #[serde(default)]
-    pub(super) title: Loose<String>,
-    #[serde(default)]
-    pub(super) description: Loose<String>,
-    #[serde(default)]
-    pub(super) annotations: Loose<Object<Annotations>>,
-    #[serde(default, rename = "inputSchema")]
-    pub(super) input_schema: Loose<Value>,
-    #[serde(default, rename = "outputSchema")]
-    pub(super) output_schema: Loose<Value>,
-    #[serde(default)]
-    pub(super) execution: Loose<Object<Execution>>,
-}
-
-/// A tool's `execution` (2025-11-25): whether it answers calls that are not tasks.
-#[derive(Default, Deserialize)]
-pub(super) struct Execution {
-    #[serde(default, rename = "taskSupport")]
-    pub(super) task_support: Loose<String>,
-}
-
-/// A tool's `annotations`: its title (the 2025-03-26 revision's only title) and the
-/// behaviour hints, untrusted: a model or a Host's approval prompt may weigh them, never
-/// trust them.
-#[derive(Default, Deserialize)]
-pub(super) struct Annotations {
-    #[serde(default)]
-    pub(super) title: Loose<String>,
-    #[serde(default, rename = "readOnlyHint")]
-    read_only_hint: Loose<bool>,
-    #[serde(default, rename = "destructiveHint")]
-    destructive_hint: Loose<bool>,
-    #[serde(default, rename = "idempotentHint")]
-    idempotent_hint: Loose<bool>,
-    #[serde(default, rename = "openWorldHint")]
-    open_world_hint: Loose<bool>,
-}
-
-impl Annotations {
-    /// The hints that were given as booleans; `None` when there are none.
-    pub(super) fn hints(&self) -> Option<Hints> {
-        let hints = Hints {
-            read_only: self.read_only_hint.0,
-            destructive: self.destructive_hint.0,
-            idempotent: self.idempotent_hint.0,
-            open_world: self.open_world_hint.0,
-        };
-        (hints != Hints::default()).then_some(hints)
-    }
-}
-
-/// A tool's behaviour hints as the listing shows them: booleans only, nothing else the
-/// server put in `annotations`.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
-pub(crate) struct Hints {
-    #[serde(rename = "destructiveHint", skip_serializing_if = "Option::is_none")]
-    destructive: Option<bool>,
-    #[serde(rename = "idempotentHint", skip_serializing_if = "Option::is_none")]
-    idempotent: Option<bool>,
-    #[serde(rename = "openWorldHint", skip_serializing_if = "Option::is_none")]
-    open_world: Option<bool>,
-    #[serde(rename = "readOnlyHint", skip_serializing_if = "Option::is_none")]
-    read_only: Option<bool>,
-}
-
-/// A field read only when it has the type the Pack expects; any other JSON there counts as
-/// absent, since one odd field of a server must not cost it the whole page.
-#[derive(Debug)]
-pub(crate) struct Loose<T>(pub(crate) Option<T>);
-
-impl<T> Default for Loose<T> {
-    fn default() -> Self {
-        Self(None)
-    }
-}
-
-impl<'de, T: DeserializeOwned> Deserialize<'de> for Loose<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        // Borrowed, so the field's text is not copied before it is read as `T`.
-        let raw = <&'de RawValue>::deserialize(deserializer)?;
-        Ok(Self(serde_json::from_str(raw.get()).ok()))
-    }
-}
-
-/// A struct read only from a JSON object: serde reads a struct from an array too, field by
-/// position, which no server means.
-#[derive(Debug)]
-pub(crate) struct Object<T>(pub(crate) T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(Fields(PhantomData)).map(Self)
-    }
-}
-
-struct Fields<T>(PhantomData<T>);
-
-impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
-    type Value = T;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, fields: A) -> Result<T, A::Error> {
-        T::deserialize(MapAccessDeserializer::new(fields))
     }
 }
 

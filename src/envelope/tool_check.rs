@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::catalog::{Hints, ListedTool, Object};
+use super::listed::{Hints, ListedTool};
 use super::param_headers::ParamHeaders;
 use super::text::{clean_value, log_safe, truncate};
 use super::{Shown, chars, expansion, show, show_escaped, show_owned};
@@ -26,6 +26,7 @@ use crate::policy::{
     MAX_VIOLATIONS_IN_ERROR,
 };
 use crate::secret::Scrubber;
+use crate::wire::Object;
 
 /// One server's tools after the envelope: what the listing shows and calls dispatch to.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ use tokio::runtime::Handle;
 
 use super::SessionError;
 use super::listen::{Changes, TOOLS_CHANGED};
-use crate::envelope::{self, Loose, Untrusted};
+use crate::envelope::{self, Untrusted};
 use crate::jsonrpc::{Incoming, Request, Response, to_bytes};
 use crate::policy::{
     MAX_IDLE_RESUMPTIONS, MAX_PROGRESS_MESSAGE_CHARS, SSE_DEFAULT_RETRY, SSE_MAX_RETRY,
@@ -22,6 +22,7 @@ use crate::policy::{
 };
 use crate::secret::Scrubber;
 use crate::transport::{EventStream, Outgoing, Reply, Transport, TransportError};
+use crate::wire::Loose;
 
 /// How a response stream behaves.
 #[derive(Clone, Copy, PartialEq, Eq)]

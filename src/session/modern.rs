@@ -15,10 +15,11 @@ use serde_json::value::RawValue;
 
 use super::SessionError;
 use super::exchange::{Link, Wire};
-use crate::envelope::{Loose, Object, Untrusted, param_headers};
+use crate::envelope::{Untrusted, param_headers};
 use crate::jsonrpc::{Meta, Params, RevisionMeta, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::policy::MODERN_PROTOCOL_VERSIONS;
 use crate::transport::{Outgoing, SessionHeaders};
+use crate::wire::{Loose, Object};
 
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
