@@ -170,9 +170,10 @@ struct FlowState {
     ran_out: bool,
 }
 
-/// The header and generation a request was sent with, to report its `401` against.
+/// Which tokens a request was sent with, to report its `401` against: a `401` to older ones
+/// is answered by the renewal that already happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Sent(u64);
+pub(crate) struct Generation(u64);
 
 impl fmt::Debug for Authorization {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -234,7 +235,7 @@ impl Authorization {
         http: &Client,
         method: &str,
         url: &Url,
-    ) -> (Option<Presented>, Sent) {
+    ) -> (Option<Presented>, Generation) {
         if !self.loaded.load(Ordering::Acquire) {
             self.load().await;
         }
@@ -251,7 +252,7 @@ impl Authorization {
             }
         }
         let current = self.current();
-        (current.present(method, url), Sent(current.generation))
+        (current.present(method, url), Generation(current.generation))
     }
 
     /// Takes up what the Host's store kept of this server's authorization, once.
@@ -375,7 +376,7 @@ impl Authorization {
         http: &Client,
         status: u16,
         challenge: &Challenge,
-        sent: Sent,
+        sent: Generation,
     ) -> Result<(), AuthError> {
         let mut flow = self.flow.lock().await;
         if self.current().generation != sent.0 {

@@ -113,8 +113,8 @@ impl Session {
     ) -> Result<Self, SessionError> {
         let link = Link::new(transport, runtime, scrubber);
         let era = match era::detect(&link).await? {
-            era::Era::Modern(modern) => Era::Modern(modern),
-            era::Era::Legacy => {
+            era::Probed::Modern(modern) => Era::Modern(modern),
+            era::Probed::Legacy => {
                 let legacy = Legacy::default();
                 legacy.initialize(&link).await?;
                 Era::Legacy(legacy)

@@ -110,12 +110,12 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) extra: &'a [(HeaderName, HeaderValue)],
     /// A 4xx answer with a JSON body is handed back as [`Posted`] instead of failing, so a
     /// 2026-07-28 client can read the JSON-RPC error a modern server puts there.
-    pub(crate) read_refusals: bool,
+    pub(crate) read_error_answers: bool,
 }
 
 /// A server's answer to a POST.
 pub(crate) struct Posted {
-    /// The HTTP status: a 2xx, or a 4xx when [`Outgoing::read_refusals`] asked for it.
+    /// The HTTP status: a 2xx, or a 4xx when [`Outgoing::read_error_answers`] asked for it.
     pub(crate) status: u16,
     /// `MCP-Session-Id` of the answer, checked to be visible ASCII of a sane length.
     pub(crate) session_id: Option<HeaderValue>,
@@ -218,7 +218,7 @@ impl Transport {
         let in_session = outgoing.session.session_id.is_some();
         let (response, sent) = self.authorized(request, in_session).await?;
         let status = response.status().as_u16();
-        if outgoing.read_refusals
+        if outgoing.read_error_answers
             && response.status().is_client_error()
             && content_type(&response).is_some_and(|k| k.eq_ignore_ascii_case(JSON_TYPE))
         {
@@ -273,11 +273,11 @@ impl Transport {
     ) -> Result<(Response, Instant), TransportError> {
         let Some(auth) = &self.endpoint.auth else {
             let at = Instant::now();
-            return Ok((sent(request.send().await)?, at));
+            return Ok((answered(request.send().await)?, at));
         };
         let mut authorizations = 0;
         loop {
-            let (presented, sent_as) = auth
+            let (presented, generation) = auth
                 .present(self.clients.pooled(), "POST", self.endpoint.url.expose())
                 .await;
             // The body is bytes, so the clone shares them.
@@ -291,7 +291,7 @@ impl Transport {
                 }
             }
             let at = Instant::now();
-            let response = sent(attempt.send().await)?;
+            let response = answered(attempt.send().await)?;
             let Some(challenge) = challenge_of(&response, in_session) else {
                 return Ok((response, at));
             };
@@ -304,7 +304,7 @@ impl Transport {
             authorizations += 1;
             let status = response.status().as_u16();
             drop(response);
-            auth.respond(self.clients.pooled(), status, &challenge, sent_as)
+            auth.respond(self.clients.pooled(), status, &challenge, generation)
                 .await
                 .map_err(TransportError::Auth)?;
         }
@@ -364,7 +364,7 @@ impl Transport {
             .get(self.endpoint.url.expose().clone())
             .headers(headers);
         let scrubber = &self.endpoint.scrubber;
-        let response = checked(sent(request.send().await)?).await?;
+        let response = checked(answered(request.send().await)?).await?;
         match content_type(&response) {
             Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
                 Ok(EventStream::new(response, Arc::clone(scrubber), None))
@@ -453,7 +453,7 @@ fn challenge_of(response: &Response, in_session: bool) -> Option<Challenge> {
 }
 
 /// A sent request's answer, or why it did not come, without the URL.
-fn sent(sent: Result<Response, reqwest::Error>) -> Result<Response, TransportError> {
+fn answered(sent: Result<Response, reqwest::Error>) -> Result<Response, TransportError> {
     sent.map_err(|e| TransportError::Send(describe(e)))
 }
 

@@ -18,14 +18,14 @@ use crate::policy::{ACCEPTED_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::TransportError;
 
 /// What the probe found.
-pub(super) enum Era {
+pub(super) enum Probed {
     Modern(Modern),
     /// A server of a session-based revision: the handshake comes next.
     Legacy,
 }
 
 /// Probes the server with `server/discover`.
-pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
+pub(super) async fn detect(link: &Link) -> Result<Probed, SessionError> {
     let probe = Modern::new();
     let answer = probe
         .request::<Value, _>(link, ("server/discover", None), NoParams {}, &[], None)
@@ -38,7 +38,7 @@ pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
                 .and_then(Value::as_array);
             // A result without the list is no discover result: a lenient older server.
             let Some(listed) = listed else {
-                return Ok(Era::Legacy);
+                return Ok(Probed::Legacy);
             };
             let supported: Vec<String> = listed
                 .iter()
@@ -65,13 +65,13 @@ pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
         // Any other 4xx (404 and 405 included), with no modern error in its body.
         Err(SessionError::Transport(TransportError::Status {
             status: 400..=499, ..
-        })) => Ok(Era::Legacy),
+        })) => Ok(Probed::Legacy),
         // The server could not be reached, redirected, failed (5xx), or sent too much:
         // nothing was learned about its era, and the attempt fails as it would have.
         Err(e @ SessionError::Transport(_)) => Err(e),
         // A JSON-RPC error of an older revision (method not found), an empty or unreadable
         // answer: no modern server.
-        Err(_) => Ok(Era::Legacy),
+        Err(_) => Ok(Probed::Legacy),
     }
 }
 
@@ -83,7 +83,7 @@ fn shares_modern(supported: &[String]) -> bool {
 
 /// The era of a server that speaks `supported`: modern if it shares a modern version, else
 /// legacy if it lists a session-based one the client accepts.
-fn choose(supported: &[String], tools_change: bool) -> Result<Era, SessionError> {
+fn choose(supported: &[String], tools_change: bool) -> Result<Probed, SessionError> {
     let first_shared = |versions: &[&'static str]| {
         versions
             .iter()
@@ -92,11 +92,11 @@ fn choose(supported: &[String], tools_change: bool) -> Result<Era, SessionError>
     };
     if let Some(version) = first_shared(&MODERN_PROTOCOL_VERSIONS) {
         return Modern::speaking(version, tools_change)
-            .map(Era::Modern)
+            .map(Probed::Modern)
             .ok_or(SessionError::Version);
     }
     if first_shared(&ACCEPTED_PROTOCOL_VERSIONS).is_some() {
-        return Ok(Era::Legacy);
+        return Ok(Probed::Legacy);
     }
     Err(SessionError::Version)
 }

@@ -78,7 +78,7 @@ impl Link {
             let posted = self.transport.post(to_bytes(&request), outgoing).await?;
             let refused = !(200..300).contains(&posted.status);
             let result = match posted.reply {
-                Reply::Json(bytes) if refused => Err(refusal(posted.status, &bytes)),
+                Reply::Json(bytes) if refused => Err(error_answer(posted.status, &bytes)),
                 Reply::Json(bytes) => answer_in_body(id, &bytes),
                 Reply::Stream(stream) => {
                     let mut reporter = progress.map(|sink| Reporter::new(id, sink));
@@ -268,7 +268,7 @@ fn answer_in_body<T: DeserializeOwned>(
 
 /// A 4xx with a JSON body (2026-07-28): the JSON-RPC error in it, or the status alone when
 /// the body holds none, so a server of an older revision is told apart by what it sent.
-fn refusal(status: u16, bytes: &[u8]) -> SessionError {
+fn error_answer(status: u16, bytes: &[u8]) -> SessionError {
     let message = std::str::from_utf8(bytes).ok().and_then(Incoming::read);
     match message {
         // A server that could not read the request cannot name its id: any error here

@@ -225,7 +225,7 @@ async fn subscribe(link: &Link, modern: &Modern, acknowledged: &mut impl FnMut()
             protocol_version: Some(version),
         },
         extra: &extra,
-        read_refusals: true,
+        read_error_answers: true,
     };
     let shown = |text: &str| show(&link.scrubber, text, MAX_ERROR_CHARS);
     let body = to_bytes(&Request::new(id, LISTEN, &params));

@@ -102,7 +102,7 @@ impl Modern {
                     protocol_version: Some(version),
                 },
                 extra: &extra,
-                read_refusals: true,
+                read_error_answers: true,
             };
             let answer = link
                 .exchange::<T, _>(id, method, &params, &outgoing, (Wire::Modern, progress))
