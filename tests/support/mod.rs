@@ -4,12 +4,13 @@
 
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different part of this module
 
-pub mod canaries;
-pub mod changing;
-pub mod hostile;
 pub mod logs;
-pub mod oauth;
 pub mod python_sdk;
+
+// The test servers and canaries are the fixture crate's (feature `hostile`), shared with
+// runvil's tests; each binary uses some of them.
+#[allow(unused_imports)]
+pub use shared_mcp_fixture::{canaries, changing, hostile, oauth};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,12 +7,8 @@
 
 mod support;
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../../tests/support/hostile.rs"]
-mod hostile;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../../tests/support/oauth.rs"]
-mod oauth;
+use shared_mcp_fixture::hostile;
+use shared_mcp_fixture::oauth;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -5,9 +5,7 @@
 
 mod support;
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../../tests/support/hostile.rs"]
-mod hostile;
+use shared_mcp_fixture::hostile;
 
 use std::time::{Duration, Instant};
 

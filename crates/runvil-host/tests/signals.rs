@@ -5,8 +5,7 @@
 mod support;
 
 #[allow(dead_code, unreachable_pub)] // the test server's other helpers serve other tests
-#[path = "../../../tests/support/hostile.rs"]
-mod hostile;
+use shared_mcp_fixture::hostile;
 
 use hostile::{Hostile, stalls_calls};
 use serde_json::json;

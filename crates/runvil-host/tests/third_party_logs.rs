@@ -6,12 +6,8 @@
 
 mod support;
 
-#[allow(unreachable_pub)]
-#[path = "../../../tests/support/canaries.rs"]
-mod canaries;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../../tests/support/hostile.rs"]
-mod hostile;
+use shared_mcp_fixture::canaries;
+use shared_mcp_fixture::hostile;
 
 use serde_json::{Value, json};
 

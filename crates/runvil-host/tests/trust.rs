@@ -8,15 +8,9 @@
 
 mod support;
 
-#[allow(unreachable_pub)]
-#[path = "../../../tests/support/canaries.rs"]
-mod canaries;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../../tests/support/changing.rs"]
-mod changing;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../../tests/support/hostile.rs"]
-mod hostile;
+use shared_mcp_fixture::canaries;
+use shared_mcp_fixture::changing;
+use shared_mcp_fixture::hostile;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;

@@ -20,11 +20,24 @@
 //! - `pack.rs` (feature `pack`): building the Pack through `install`, and waiting for a server
 //!   to settle; with the default feature `server` off, it is all the crate has, for tools that
 //!   only drive the Pack.
+//! - feature `hostile`, the test servers that misbehave on purpose, as rustls keeps its own in
+//!   `rustls-test`: `hostile.rs` (raw HTTP/1.1, scripted answers), `oauth.rs` (an MCP server
+//!   behind an OAuth authorization server, both of `hostile`'s making), `changing.rs` (a server
+//!   whose tools a test changes while the Pack runs), `canaries.rs` (the canary secrets and
+//!   the check that a text holds none of them in any form).
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "hostile")]
+pub mod canaries;
+#[cfg(feature = "hostile")]
+pub mod changing;
 #[cfg(feature = "server")]
 mod handler;
+#[cfg(feature = "hostile")]
+pub mod hostile;
+#[cfg(feature = "hostile")]
+pub mod oauth;
 #[cfg(feature = "pack")]
 mod pack;
 #[cfg(feature = "server")]

@@ -16,16 +16,20 @@ use tokio::net::{TcpListener, TcpStream};
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// `GET`, `POST`, `DELETE`.
     pub method: String,
     /// The request target as sent: path and query.
     pub target: String,
+    /// The headers, names as sent.
     pub headers: Vec<(String, String)>,
+    /// The body as JSON, `null` when it is none.
     pub body: Value,
     /// The body as text, for bodies that are not JSON (forms).
     pub text: String,
 }
 
 impl Request {
+    /// The value of header `name`, compared without regard to case.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -42,7 +46,9 @@ impl Request {
 /// What the server does with one request.
 #[derive(Debug, Clone)]
 pub enum Step {
+    /// Writes these bytes.
     Write(Vec<u8>),
+    /// Waits this long.
     Sleep(Duration),
     /// Never answers more: the connection stays open until the test ends.
     Stall,
@@ -57,7 +63,9 @@ pub enum Step {
 /// The steps of one answer; afterwards the connection is closed unless `keep_alive`.
 #[derive(Debug, Clone)]
 pub struct Script {
+    /// What the server does, in order.
     pub steps: Vec<Step>,
+    /// Whether the connection stays open for the next request.
     pub keep_alive: bool,
 }
 
@@ -96,7 +104,9 @@ type Handler = Arc<dyn Fn(&Request) -> Script + Send + Sync>;
 
 /// A running hostile server; it stops when dropped.
 pub struct Hostile {
+    /// Its MCP endpoint, `http://127.0.0.1:<port>/mcp`.
     pub url: String,
+    /// The port it listens on.
     pub port: u16,
     requests: Arc<Mutex<Vec<Request>>>,
     connections: Arc<Mutex<usize>>,
@@ -151,10 +161,12 @@ impl Hostile {
         *self.closed.lock().expect("closed")
     }
 
+    /// Every request so far, in the order they were read.
     pub fn requests(&self) -> Vec<Request> {
         self.requests.lock().expect("requests").clone()
     }
 
+    /// The connections accepted so far.
     pub fn connections(&self) -> usize {
         *self.connections.lock().expect("count")
     }

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::hostile::{Request, Script, Step, http, mcp};
+use crate::hostile::{Request, Script, Step, http, mcp};
 
 /// The access token the authorization server issues: a canary that must never be shown.
 pub const TOKEN: &str = "tok-canary-5f1e9a7c";
@@ -48,6 +48,7 @@ pub fn answer(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Script {
     }
 }
 
+/// A JSON answer with `status`, on a connection kept open.
 pub fn json_answer(status: &str, body: &Value) -> Script {
     answer(
         status,
@@ -57,6 +58,7 @@ pub fn json_answer(status: &str, body: &Value) -> Script {
 }
 
 impl World {
+    /// The handler of the server and its authorization server, as this world bends them.
     pub fn handler(self) -> impl Fn(&Request) -> Script + Send + Sync + 'static {
         move |r: &Request| {
             let host = r.header("host").unwrap_or_default().to_owned();

@@ -5,26 +5,30 @@
 //! The forms sent are written out here, not derived the way the client derives them, so a
 //! test compares the client with an independent account of the wire.
 
-#![allow(dead_code)] // each test binary uses a different part
-
 /// A canary in a URL's query and in headers.
 pub const CANARY: &str = env!("PLUGIN_MCP_TEST_CANARY");
-/// In a URL's userinfo; the password is configured percent-encoded, as a URL needs it.
+/// In a URL's userinfo, the user name.
 pub const USER: &str = env!("PLUGIN_MCP_TEST_CANARY_USER");
+/// In a URL's userinfo, the password, configured percent-encoded as a URL needs it.
 pub const PASS: &str = env!("PLUGIN_MCP_TEST_CANARY_PASS");
-/// In a URL's path, query and host; in a header.
+/// In a URL's path.
 pub const PATH: &str = env!("PLUGIN_MCP_TEST_CANARY_PATH");
+/// In a URL's query.
 pub const QUERY: &str = env!("PLUGIN_MCP_TEST_CANARY_QUERY");
+/// In a URL's host.
 pub const HOST: &str = env!("PLUGIN_MCP_TEST_CANARY_HOST");
+/// In a header.
 pub const HEADER: &str = env!("PLUGIN_MCP_TEST_CANARY_HEADER");
 
-/// The password as reqwest decodes it, and the `Authorization` it sends from the userinfo:
-/// base64 of `user:password`.
+/// The password as reqwest decodes it.
 pub const PASS_DECODED: &str = "Canary Pass'ü-9e1c";
+/// The `Authorization` reqwest sends from the userinfo: base64 of `user:password`.
 pub const BASIC: &str = "Basic Q2FuYXJ5LVVzZXItM2I3ZDpDYW5hcnkgUGFzcyfDvC05ZTFj";
-/// The path, query and host canaries as the url crate sends them.
+/// The path canary as the url crate sends it.
 pub const PATH_SENT: &str = "Canary%20P%C3%A4th'-4d2a";
+/// The query canary as the url crate sends it.
 pub const QUERY_SENT: &str = "Canary%20Q%C3%BCery%27%22-8f0b";
+/// The host canary as the url crate sends it (IDNA).
 pub const HOST_SENT: &str = "xn--canary-hst-7c2e-gtb";
 
 /// The URL of a server on `port` (a number, or `${env:...}` for one) with a canary in every

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::hostile::{Request, Script, Step, json_reply, mcp, modern, result_for};
+use crate::hostile::{Request, Script, Step, json_reply, mcp, modern, result_for};
 
 /// The `_meta` key of a subscription's id.
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -19,7 +19,9 @@ const NOTICES_PER_STREAM: usize = 64;
 /// Which revision the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
+    /// 2025-11-25: the handshake, and the session's standalone stream.
     Legacy,
+    /// 2026-07-28: no handshake, and `subscriptions/listen`.
     Modern,
 }
 
