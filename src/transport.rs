@@ -31,7 +31,7 @@ use crate::envelope::{Shown, Untrusted, show, show_escaped};
 use crate::policy::{
     CONNECT_TIMEOUT, MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_ERROR_CHARS,
     MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS,
-    redirect_policy,
+    REDACTION_MARKER, redirect_policy,
 };
 use crate::secret::{Scrubber, SecretUrl};
 use crate::sse::{Event, SseError, SseParser};
@@ -77,7 +77,7 @@ impl fmt::Debug for SessionHeaders {
         f.debug_struct("SessionHeaders")
             .field(
                 "session_id",
-                &self.session_id.as_ref().map(|_| "[redacted]"),
+                &self.session_id.as_ref().map(|_| REDACTION_MARKER),
             )
             .field("protocol_version", &self.protocol_version)
             .finish()
@@ -111,7 +111,7 @@ struct Timing {
 
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Transport([redacted])")
+        write!(f, "Transport({REDACTION_MARKER})")
     }
 }
 
