@@ -53,7 +53,7 @@ use self::flow::{Grant, Tokens};
 use self::registration::ClientIdentity;
 use crate::config::Preregistered;
 use crate::envelope::{log_safe, show};
-use crate::policy::{AUTHORIZATION_DEADLINE, MAX_ERROR_CHARS};
+use crate::policy::{AUTHORIZATION_DEADLINE, MAX_ERROR_CHARS, REDACTION_MARKER};
 use crate::secret::{Scrubber, Secret, SecretUrl};
 
 /// The scope that asks for a refresh token (OpenID Connect), requested only from
@@ -177,7 +177,7 @@ pub(crate) struct Generation(u64);
 
 impl fmt::Debug for Authorization {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Authorization([redacted])")
+        write!(f, "Authorization({REDACTION_MARKER})")
     }
 }
 

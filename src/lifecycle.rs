@@ -4,69 +4,67 @@
 //! Shutdown raises the signal, which every ticket's call sees and ends on; it then waits until
 //! every ticket is gone, so the sessions are closed only after each abandoned request has
 //! queued its `notifications/cancelled` (a DELETE that overtook one would leave the server
-//! nothing to cancel). The shape is mini-redis's: a watch for "stop", and an mpsc channel
-//! whose senders are the work still running, which closes when the last one drops.
+//! nothing to cancel). The shape is tokio-util's: a [`CancellationToken`] for "stop", and a
+//! [`TaskTracker`] whose tokens are the work still running, which it waits for once closed.
+//!
+//! What they do not do is kept here: a tracker hands out tokens after it is closed (it can be
+//! reopened), so [`Lifecycle::enter`] refuses a ticket once the signal was raised itself.
 
-use std::sync::{Mutex, PoisonError};
-
-use tokio::sync::{mpsc, watch};
+use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::task::TaskTracker;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 
 /// Whether the Pack is shutting down, and the calls that must end before it has.
 pub(crate) struct Lifecycle {
-    closing: watch::Sender<bool>,
-    /// Cloned into each ticket; `None` once shutdown began, so no new call starts.
-    running: Mutex<Option<mpsc::Sender<()>>>,
-    /// Answers `None` once every ticket is dropped.
-    finished: tokio::sync::Mutex<mpsc::Receiver<()>>,
+    /// Raised at shutdown, and when the Pack itself is gone, which is a shutdown too.
+    closing: DropGuard,
+    /// Counts the tickets; `close` waits until it is closed and every ticket is dropped.
+    running: TaskTracker,
 }
 
 /// Held by a call while it runs.
 pub(crate) struct Ticket {
-    closing: watch::Receiver<bool>,
-    _running: mpsc::Sender<()>,
+    closing: CancellationToken,
+    _running: TaskTrackerToken,
 }
 
 impl Ticket {
     /// Resolves when the Pack shuts down.
     pub(crate) async fn closing(&mut self) {
-        // An error means the Pack itself is gone, which is a shutdown too.
-        let _ = self.closing.wait_for(|closing| *closing).await;
+        self.closing.cancelled().await;
     }
 }
 
 impl Lifecycle {
     pub(crate) fn new() -> Self {
-        let (running, finished) = mpsc::channel(1);
         Self {
-            closing: watch::Sender::new(false),
-            running: Mutex::new(Some(running)),
-            finished: tokio::sync::Mutex::new(finished),
+            closing: CancellationToken::new().drop_guard(),
+            running: TaskTracker::new(),
         }
     }
 
     /// A ticket for a new call, or `None` once shutdown began.
     pub(crate) fn enter(&self) -> Option<Ticket> {
-        let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        Some(Ticket {
-            closing: self.closing.subscribe(),
-            _running: running.as_ref()?.clone(),
+        // Counted before the signal is read: a ticket that sees no signal is one `close`
+        // waits for, and one made after `close` stopped waiting sees the signal and is dropped.
+        let running = self.running.token();
+        let closing = self.closing.token();
+        (!closing.is_cancelled()).then(|| Ticket {
+            closing: closing.clone(),
+            _running: running,
         })
     }
 
     /// Tells every call to end, without waiting: for a Pack dropped without a shutdown.
     pub(crate) fn signal(&self) {
-        self.running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        self.closing.send_replace(true);
+        self.closing.token().cancel();
+        self.running.close();
     }
 
     /// Tells every call to end and waits until each has.
     pub(crate) async fn close(&self) {
         self.signal();
-        // Nothing is ever sent: `recv` answers `None` when the last ticket is dropped.
-        while self.finished.lock().await.recv().await.is_some() {}
+        self.running.wait().await;
     }
 }
 

@@ -7,259 +7,291 @@
 use std::fmt;
 use std::time::Duration;
 
-/// The protocol version the client offers in `initialize`.
-pub(crate) const PROTOCOL_VERSION: &str = "2025-11-25";
+/// Declares each named value once: its doc comment, type and value, and after `=>` how
+/// `policy/README.md` shows it (a function of `shown`). The same declarations make the rows
+/// `table_matches_policy_readme` checks, so no value can be declared without its row.
+macro_rules! policy {
+    ($($(#[$doc:meta])* const $name:ident: $ty:ty = $value:expr => $shown:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub(crate) const $name: $ty = $value;
+        )*
 
-/// Versions the client accepts in the server's answer. `2025-03-26` is what older servers and
-/// the conformance suite's `sse-retry` server answer; the wire rules the client follows are
-/// the same for all three.
-pub(crate) const ACCEPTED_PROTOCOL_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+        /// Every value declared by `policy!`, rendered as `policy/README.md` shows it.
+        #[cfg(test)]
+        fn values() -> Vec<(&'static str, String)> {
+            vec![$((stringify!($name), shown::$shown(&$name))),*]
+        }
+    };
+}
 
-/// The handshake-free revisions the client speaks, preferred first: tried before any
-/// handshake, and chosen from a server's `supportedVersions` or its list of supported
-/// versions in an unsupported-version error.
-pub(crate) const MODERN_PROTOCOL_VERSIONS: [&str; 1] = ["2026-07-28"];
+policy! {
+    /// The protocol version the client offers in `initialize`.
+    const PROTOCOL_VERSION: &str = "2025-11-25" => plain;
 
-/// Headers the client sets itself: a configured value would break the protocol (`accept`,
-/// and the revision, method and name headers of 2026-07-28, which must mirror the body), the
-/// session (`mcp-session-id`, `last-event-id`) or a DPoP proof (`dpop`). Compared without
-/// regard to letter case.
-pub(crate) const RESERVED_HEADERS: [&str; 7] = [
-    "accept",
-    "mcp-session-id",
-    "last-event-id",
-    "mcp-protocol-version",
-    "mcp-method",
-    "mcp-name",
-    "dpop",
-];
+    /// Versions the client accepts in the server's answer. `2025-03-26` is what older servers and
+    /// the conformance suite's `sse-retry` server answer; the wire rules the client follows are the
+    /// same for all three.
+    const ACCEPTED_PROTOCOL_VERSIONS: [&str; 3] = [
+        "2025-11-25",
+        "2025-06-18",
+        "2025-03-26",
+    ] => list;
 
-/// Prefixes of headers the client sets itself: `Mcp-Param-*` carry a tool's `x-mcp-header`
-/// arguments (2026-07-28) and must mirror them.
-pub(crate) const RESERVED_HEADER_PREFIXES: [&str; 1] = ["mcp-param-"];
+    /// The handshake-free revisions the client speaks, preferred first: tried before any handshake,
+    /// and chosen from a server's `supportedVersions` or its list of supported versions in an
+    /// unsupported-version error.
+    const MODERN_PROTOCOL_VERSIONS: [&str; 1] = ["2026-07-28"] => list;
 
-/// URL schemes a server may be reached by.
-pub(crate) const ALLOWED_SCHEMES: [&str; 2] = ["http", "https"];
+    /// Headers the client sets itself: a configured value would break the protocol (`accept`, and
+    /// the revision, method and name headers of 2026-07-28, which must mirror the body), the
+    /// session (`mcp-session-id`, `last-event-id`) or a DPoP proof (`dpop`). Compared without
+    /// regard to letter case.
+    const RESERVED_HEADERS: [&str; 7] = [
+        "accept",
+        "mcp-session-id",
+        "last-event-id",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "dpop",
+    ] => list;
 
-/// One attempt to start a server: connect, handshake and every page of tools.
-pub(crate) const START_ATTEMPT_DEADLINE: Duration = Duration::from_secs(120);
+    /// Prefixes of headers the client sets itself: `Mcp-Param-*` carry a tool's `x-mcp-header`
+    /// arguments (2026-07-28) and must mirror them.
+    const RESERVED_HEADER_PREFIXES: [&str; 1] = ["mcp-param-"] => list;
 
-/// How long a `tools/call` may take, resumptions included.
-pub(crate) const CALL_DEADLINE: Duration = Duration::from_secs(300);
+    /// URL schemes a server may be reached by.
+    const ALLOWED_SCHEMES: [&str; 2] = ["http", "https"] => list;
 
-/// The wait after a server's first failed start; it doubles after each further failure.
-pub(crate) const RETRY_FIRST_DELAY: Duration = Duration::from_secs(1);
+    /// One attempt to start a server: connect, handshake and every page of tools.
+    const START_ATTEMPT_DEADLINE: Duration = Duration::from_secs(120) => secs;
 
-/// The longest wait between two starts of a failing server.
-pub(crate) const RETRY_MAX_DELAY: Duration = Duration::from_secs(60);
+    /// How long a `tools/call` may take, resumptions included.
+    const CALL_DEADLINE: Duration = Duration::from_secs(300) => secs;
 
-/// TCP and TLS connection set-up. Short, because a server that accepts no connection in this
-/// time is down; the operation deadlines above bound everything after it.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The wait after a server's first failed start; it doubles after each further failure.
+    const RETRY_FIRST_DELAY: Duration = Duration::from_secs(1) => secs;
 
-/// Ending a session (DELETE) and telling a server a request was abandoned: best effort, and
-/// never allowed to keep a task alive for long after the Pack is gone.
-pub(crate) const FAREWELL_TIMEOUT: Duration = Duration::from_secs(5);
+    /// The longest wait between two starts of a failing server.
+    const RETRY_MAX_DELAY: Duration = Duration::from_secs(60) => secs;
 
-/// The largest JSON response body. At least 8 MiB so one `tools/list` page can carry a large
-/// but legitimate catalog; past it the operation fails and nothing more is buffered.
-pub(crate) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+    /// TCP and TLS connection set-up. Short, because a server that accepts no connection in this
+    /// time is down; the operation deadlines above bound everything after it.
+    const CONNECT_TIMEOUT: Duration = Duration::from_secs(10) => secs;
 
-/// The largest single SSE event (its data lines together, or one line). An SSE answer is read
-/// event by event, so this bounds its memory however long the stream runs; a `tools/list`
-/// page sent as one event has the same room as a JSON body.
-pub(crate) const MAX_SSE_EVENT_BYTES: usize = 16 * 1024 * 1024;
+    /// Ending a session (DELETE) and telling a server a request was abandoned: best effort, and
+    /// never allowed to keep a task alive for long after the Pack is gone.
+    const FAREWELL_TIMEOUT: Duration = Duration::from_secs(5) => secs;
 
-/// The largest answer read from an authorization server or a protected resource's metadata
-/// (metadata, registration, tokens, errors). Such documents are a few kilobytes; past this the
-/// authorization fails and nothing more is buffered.
-pub(crate) const MAX_OAUTH_RESPONSE_BYTES: usize = 64 * 1024;
+    /// The largest JSON response body. At least 8 MiB so one `tools/list` page can carry a large
+    /// but legitimate catalog; past it the operation fails and nothing more is buffered.
+    const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024 => plain;
 
-/// One request to an authorization server or for metadata, its body read included. These
-/// servers answer at once; a slow one must not hold a start attempt for long.
-pub(crate) const OAUTH_REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+    /// The largest single SSE event (its data lines together, or one line). An SSE answer is read
+    /// event by event, so this bounds its memory however long the stream runs; a `tools/list` page
+    /// sent as one event has the same room as a JSON body.
+    const MAX_SSE_EVENT_BYTES: usize = 16 * 1024 * 1024 => plain;
 
-/// How long the user may take in the browser for one authorization (a login with a second
-/// factor, a consent screen). This wait is not counted in [`START_ATTEMPT_DEADLINE`], which
-/// bounds the server, not the person.
-pub(crate) const AUTHORIZATION_DEADLINE: Duration = Duration::from_secs(600);
+    /// The largest answer read from an authorization server or a protected resource's metadata
+    /// (metadata, registration, tokens, errors). Such documents are a few kilobytes; past this the
+    /// authorization fails and nothing more is buffered.
+    const MAX_OAUTH_RESPONSE_BYTES: usize = 64 * 1024 => plain;
 
-/// The longest part of an authorization server's text (an error and its description, a
-/// token type) that a reason quotes, after cleaning: enough to say what went wrong, too little
-/// to carry a payload.
-pub(crate) const MAX_OAUTH_QUOTED_CHARS: usize = 200;
+    /// One request to an authorization server or for metadata, its body read included. These
+    /// servers answer at once; a slow one must not hold a start attempt for long.
+    const OAUTH_REQUEST_DEADLINE: Duration = Duration::from_secs(10) => secs;
 
-/// The most time before an access token expires that it is refreshed: a request must not
-/// leave with a token that expires on the way.
-pub(crate) const REFRESH_AHEAD_MAX: Duration = Duration::from_secs(60);
+    /// How long the user may take in the browser for one authorization (a login with a second
+    /// factor, a consent screen). This wait is not counted in [`START_ATTEMPT_DEADLINE`], which
+    /// bounds the server, not the person.
+    const AUTHORIZATION_DEADLINE: Duration = Duration::from_secs(600) => secs;
 
-/// A token is refreshed once this part of its lifetime is left (one tenth), but never more
-/// than [`REFRESH_AHEAD_MAX`] early: a token that lives five seconds is used for four and a
-/// half, not refreshed on every request.
-pub(crate) const REFRESH_AHEAD_DIVISOR: u32 = 10;
+    /// The longest part of an authorization server's text (an error and its description, a token
+    /// type) that a reason quotes, after cleaning: enough to say what went wrong, too little to
+    /// carry a payload.
+    const MAX_OAUTH_QUOTED_CHARS: usize = 200 => plain;
 
-/// Authorizations one request to an MCP server may set off (a first one, then step-ups for
-/// more scopes) before it fails: the specification asks clients to stop after a few, so a
-/// server that never accepts a token cannot send the user to log in again and again.
-pub(crate) const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 3;
+    /// The most time before an access token expires that it is refreshed: a request must not leave
+    /// with a token that expires on the way.
+    const REFRESH_AHEAD_MAX: Duration = Duration::from_secs(60) => secs;
 
-/// The most bytes of `WWW-Authenticate` values read from one answer; the parameters a client
-/// uses (`resource_metadata`, `scope`, `error`) fit many times over.
-pub(crate) const MAX_CHALLENGE_BYTES: usize = 8 * 1024;
+    /// A token is refreshed once this part of its lifetime is left (one tenth), but never more than
+    /// [`REFRESH_AHEAD_MAX`] early: a token that lives five seconds is used for four and a half,
+    /// not refreshed on every request.
+    const REFRESH_AHEAD_DIVISOR: u32 = 10 => plain;
 
-/// The longest `DPoP-Nonce` a proof carries back (RFC 9449 nonces are short opaque
-/// strings); a longer one is not used, and the request fails as the server decides.
-pub(crate) const MAX_DPOP_NONCE_BYTES: usize = 256;
+    /// Authorizations one request to an MCP server may set off (a first one, then step-ups for more
+    /// scopes) before it fails: the specification asks clients to stop after a few, so a server
+    /// that never accepts a token cannot send the user to log in again and again.
+    const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 3 => plain;
 
-/// The wait before resuming an SSE stream whose server sent no `retry` field.
-pub(crate) const SSE_DEFAULT_RETRY: Duration = Duration::from_secs(1);
+    /// The most bytes of `WWW-Authenticate` values read from one answer; the parameters a client
+    /// uses (`resource_metadata`, `scope`, `error`) fit many times over.
+    const MAX_CHALLENGE_BYTES: usize = 8 * 1024 => plain;
 
-/// The least wait before resuming: `retry: 0` must not become a busy loop.
-pub(crate) const SSE_MIN_RETRY: Duration = Duration::from_millis(100);
+    /// The longest `DPoP-Nonce` a proof carries back (RFC 9449 nonces are short opaque strings); a
+    /// longer one is not used, and the request fails as the server decides.
+    const MAX_DPOP_NONCE_BYTES: usize = 256 => plain;
 
-/// The most wait before resuming: a huge `retry` must not stall a call for hours.
-pub(crate) const SSE_MAX_RETRY: Duration = Duration::from_secs(30);
+    /// The wait before resuming an SSE stream whose server sent no `retry` field.
+    const SSE_DEFAULT_RETRY: Duration = Duration::from_secs(1) => ms;
 
-/// Resumptions of one request in a row that bring no new event before the request fails.
-pub(crate) const MAX_IDLE_RESUMPTIONS: u32 = 5;
+    /// The least wait before resuming: `retry: 0` must not become a busy loop.
+    const SSE_MIN_RETRY: Duration = Duration::from_millis(100) => ms;
 
-/// The most `tools/list` pages one server may send. With [`MAX_RESPONSE_BYTES`] it bounds the
-/// memory a catalog takes, and it ends a server whose cursors never end.
-pub(crate) const MAX_TOOL_PAGES: usize = 100;
+    /// The most wait before resuming: a huge `retry` must not stall a call for hours.
+    const SSE_MAX_RETRY: Duration = Duration::from_secs(30) => ms;
 
-/// The longest `MCP-Session-Id` accepted (the specification allows visible ASCII only).
-pub(crate) const MAX_SESSION_ID_BYTES: usize = 1024;
+    /// Resumptions of one request in a row that bring no new event before the request fails.
+    const MAX_IDLE_RESUMPTIONS: u32 = 5 => plain;
 
-/// The longest tool name, as the MCP specification recommends.
-pub(crate) const MAX_TOOL_NAME_CHARS: usize = 128;
+    /// The most `tools/list` pages one server may send. With [`MAX_RESPONSE_BYTES`] it bounds the
+    /// memory a catalog takes, and it ends a server whose cursors never end.
+    const MAX_TOOL_PAGES: usize = 100 => plain;
 
-/// The longest tool description shown to a model; the rest is cut with a marker.
-pub(crate) const MAX_DESCRIPTION_CHARS: usize = 4096;
+    /// The longest `MCP-Session-Id` accepted (the specification allows visible ASCII only).
+    const MAX_SESSION_ID_BYTES: usize = 1024 => plain;
 
-/// The longest tool title shown: a display name, twice the longest tool name; the rest is
-/// cut with a marker.
-pub(crate) const MAX_TITLE_CHARS: usize = 256;
+    /// The longest tool name, as the MCP specification recommends.
+    const MAX_TOOL_NAME_CHARS: usize = 128 => plain;
 
-/// The largest input or output schema, serialized. A bigger one drops its tool.
-pub(crate) const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+    /// The longest tool description shown to a model; the rest is cut with a marker.
+    const MAX_DESCRIPTION_CHARS: usize = 4096 => plain;
 
-/// The deepest nesting of a schema. serde_json already stops at 128; 32 is far beyond any
-/// real schema and keeps validation's recursion shallow.
-pub(crate) const MAX_SCHEMA_DEPTH: usize = 32;
+    /// The longest tool title shown: a display name, twice the longest tool name; the rest is cut
+    /// with a marker.
+    const MAX_TITLE_CHARS: usize = 256 => plain;
 
-/// The most `x-mcp-header` parameters one tool may declare; a tool with more is rejected.
-/// Each one is a header on every call of the tool, and HTTP servers commonly refuse requests
-/// with about 100 headers (hyper's default) or 8 KiB of them; real tools mirror a routing key
-/// or two.
-pub(crate) const MAX_PARAM_HEADERS: usize = 32;
+    /// The largest input or output schema, serialized. A bigger one drops its tool.
+    const MAX_SCHEMA_BYTES: usize = 256 * 1024 => plain;
 
-/// The longest `{Name}` of an `Mcp-Param-{Name}` header a tool may declare, in bytes (it is
-/// ASCII). It is sent on every call; a routing key's name is a word.
-pub(crate) const MAX_PARAM_HEADER_NAME_BYTES: usize = 64;
+    /// The deepest nesting of a schema. serde_json already stops at 128; 32 is far beyond any real
+    /// schema and keeps validation's recursion shallow.
+    const MAX_SCHEMA_DEPTH: usize = 32 => plain;
 
-/// The longest result text handed to a model; the rest is cut with a marker.
-pub(crate) const MAX_RESULT_CHARS: usize = 2 * 1024 * 1024;
+    /// The most `x-mcp-header` parameters one tool may declare; a tool with more is rejected. Each
+    /// one is a header on every call of the tool, and HTTP servers commonly refuse requests with
+    /// about 100 headers (hyper's default) or 8 KiB of them; real tools mirror a routing key or
+    /// two.
+    const MAX_PARAM_HEADERS: usize = 32 => plain;
 
-/// Names listed in one model-readable error (known namespaces, a server's tools).
-pub(crate) const MAX_NAMES_IN_ERROR: usize = 50;
+    /// The longest `{Name}` of an `Mcp-Param-{Name}` header a tool may declare, in bytes (it is
+    /// ASCII). It is sent on every call; a routing key's name is a word.
+    const MAX_PARAM_HEADER_NAME_BYTES: usize = 64 => plain;
 
-/// Argument-schema violations listed in one model-readable error.
-pub(crate) const MAX_VIOLATIONS_IN_ERROR: usize = 5;
+    /// The longest result text handed to a model; the rest is cut with a marker.
+    const MAX_RESULT_CHARS: usize = 2 * 1024 * 1024 => plain;
 
-/// The `tools/list` results of one server, all pages together, as JSON text. One page may
-/// be as large as [`MAX_RESPONSE_BYTES`], so a whole catalog gets that room too; past it the
-/// server fails to start with a reason. It bounds what listing a server can cost in memory:
-/// fields the Pack does not read are skipped as they are parsed, never kept.
-pub(crate) const MAX_TOOLS_LIST_BYTES: usize = 16 * 1024 * 1024;
+    /// Names listed in one model-readable error (known namespaces, a server's tools).
+    const MAX_NAMES_IN_ERROR: usize = 50 => plain;
 
-/// Tools kept for one server; those past it are dropped with a reason. Far beyond any real
-/// server, and it bounds what one server's checked tools hold however small each one is.
-pub(crate) const MAX_TOOLS_PER_SERVER: usize = 10_000;
+    /// Argument-schema violations listed in one model-readable error.
+    const MAX_VIOLATIONS_IN_ERROR: usize = 5 => plain;
 
-/// Dropped tools kept with their reason for one server (the listing and the log show them);
-/// the rest are only counted. A page of millions of `{}` must not become millions of entries.
-pub(crate) const MAX_REJECTED_KEPT: usize = 100;
+    /// The `tools/list` results of one server, all pages together, as JSON text. One page may be as
+    /// large as [`MAX_RESPONSE_BYTES`], so a whole catalog gets that room too; past it the server
+    /// fails to start with a reason. It bounds what listing a server can cost in memory: fields the
+    /// Pack does not read are skipped as they are parsed, never kept.
+    const MAX_TOOLS_LIST_BYTES: usize = 16 * 1024 * 1024 => plain;
 
-/// The longest `get_dynamic_tools` answer, in bytes. Tools or names that would not fit are
-/// left out, counted, and the answer says so; one tool at its largest always fits.
-pub(crate) const MAX_LISTING_BYTES: usize = 2 * 1024 * 1024;
+    /// Tools kept for one server; those past it are dropped with a reason. Far beyond any real
+    /// server, and it bounds what one server's checked tools hold however small each one is.
+    const MAX_TOOLS_PER_SERVER: usize = 10_000 => plain;
 
-/// The longest error text of invalid arguments or a transport failure handed to a model, and
-/// of a server's `error` status reason (which may quote what the server sent); the rest is
-/// cut with a marker. A server's own error is its tool's text and has the room of a
-/// result.
-pub(crate) const MAX_ERROR_CHARS: usize = 64 * 1024;
+    /// Dropped tools kept with their reason for one server (the listing and the log show them); the
+    /// rest are only counted. A page of millions of `{}` must not become millions of entries.
+    const MAX_REJECTED_KEPT: usize = 100 => plain;
 
-/// The most bytes of an error answer's body read (a `4xx` or `5xx`), to quote what the
-/// server said of it: an error message is a line; past this the rest is not read.
-pub(crate) const MAX_ERROR_BODY_BYTES: usize = 4096;
+    /// The longest `get_dynamic_tools` answer, in bytes. Tools or names that would not fit are left
+    /// out, counted, and the answer says so; one tool at its largest always fits.
+    const MAX_LISTING_BYTES: usize = 2 * 1024 * 1024 => plain;
 
-/// The longest part of what a server said of an error status that a reason quotes, after
-/// cleaning: enough to explain it ("No valid session ID provided"), too little to carry a
-/// payload.
-pub(crate) const MAX_STATUS_MESSAGE_CHARS: usize = 200;
+    /// The longest error text of invalid arguments or a transport failure handed to a model, and of
+    /// a server's `error` status reason (which may quote what the server sent); the rest is cut
+    /// with a marker. A server's own error is its tool's text and has the room of a result.
+    const MAX_ERROR_CHARS: usize = 64 * 1024 => plain;
 
-/// The longest `message` of a call's progress notice a Host is handed: a status line, not a
-/// result; the rest is cut with a marker.
-pub(crate) const MAX_PROGRESS_MESSAGE_CHARS: usize = 1024;
+    /// The most bytes of an error answer's body read (a `4xx` or `5xx`), to quote what the server
+    /// said of it: an error message is a line; past this the rest is not read.
+    const MAX_ERROR_BODY_BYTES: usize = 4096 => plain;
 
-// Schema work. Validation walks the schema with its references expanded once for every value
-// it checks, so a schema of a few hundred bytes whose definitions each refer twice to the
-// next costs 2^40 steps. These bound that work; the checks run on the blocking pool, inside
-// the call's deadline (see `envelope::off_runtime`).
+    /// The longest part of what a server said of an error status that a reason quotes, after
+    /// cleaning: enough to explain it ("No valid session ID provided"), too little to carry a
+    /// payload.
+    const MAX_STATUS_MESSAGE_CHARS: usize = 200 => plain;
 
-/// The most nodes a schema may have with every reference expanded (a reference back into
-/// itself counts once). As many as a schema of [`MAX_SCHEMA_BYTES`] could have without any
-/// reference, so only references can pass it; one value checked against it takes a few
-/// milliseconds. Past it the tool is dropped when listed.
-pub(crate) const MAX_SCHEMA_EXPANSION: u64 = MAX_SCHEMA_BYTES as u64;
+    /// The longest `message` of a call's progress notice a Host is handed: a status line, not a
+    /// result; the rest is cut with a marker.
+    const MAX_PROGRESS_MESSAGE_CHARS: usize = 1024 => plain;
 
-/// The deepest nesting of a schema with its references expanded, each reference's target a
-/// level below it. Keeps the recursion of measuring and of validating shallow: far beyond real
-/// schemas, and several times [`MAX_SCHEMA_DEPTH`] for references between definitions.
-pub(crate) const MAX_SCHEMA_EXPANDED_DEPTH: usize = 128;
+    // Schema work. Validation walks the schema with its references expanded once for every value it
+    // checks, so a schema of a few hundred bytes whose definitions each refer twice to the next
+    // costs 2^40 steps. These bound that work; the checks run on the blocking pool, inside the
+    // call's deadline (see `envelope::off_runtime`).
 
-/// The most work one check may take: the values of the checked JSON times the schema's
-/// expansion, an upper bound of the steps the validator takes. About half a second at worst;
-/// a million values against a simple schema pass. Past it nothing is checked: the arguments
-/// are not sent, or the result is not shown, and the error says why.
-pub(crate) const MAX_VALIDATION_WORK: u64 = 1 << 25;
+    /// The most nodes a schema may have with every reference expanded (a reference back into itself
+    /// counts once). As many as a schema of [`MAX_SCHEMA_BYTES`] could have without any reference,
+    /// so only references can pass it; one value checked against it takes a few milliseconds. Past
+    /// it the tool is dropped when listed.
+    const MAX_SCHEMA_EXPANSION: u64 = MAX_SCHEMA_BYTES as u64 => plain;
 
-/// The most work a call's check may do on a runtime worker rather than on the blocking pool:
-/// the values of the JSON times the schema's expansion, plus the bytes of its strings and keys
-/// (patterns read them, and a result's text is cleaned byte by byte). Handing a check to the
-/// pool and back costs two thread wake-ups, more than the whole check of a typical call; at
-/// this size a check holds a worker for tens of microseconds at most, no longer than a
-/// scheduler tick. Anything larger still goes to the pool.
-pub(crate) const MAX_INLINE_CHECK_WORK: u64 = 1 << 14;
+    /// The deepest nesting of a schema with its references expanded, each reference's target a
+    /// level below it. Keeps the recursion of measuring and of validating shallow: far beyond real
+    /// schemas, and several times [`MAX_SCHEMA_DEPTH`] for references between definitions.
+    const MAX_SCHEMA_EXPANDED_DEPTH: usize = 128 => plain;
 
-/// The longest schema violation (a path and a message) in an error; the rest is cut with a
-/// marker. Server data in either (a key, a pattern) passes the same cleaning as results.
-pub(crate) const MAX_VIOLATION_CHARS: usize = 1024;
+    /// The most work one check may take: the values of the checked JSON times the schema's
+    /// expansion, an upper bound of the steps the validator takes. About half a second at worst; a
+    /// million values against a simple schema pass. Past it nothing is checked: the arguments are
+    /// not sent, or the result is not shown, and the error says why.
+    const MAX_VALIDATION_WORK: u64 = 1 << 25 => plain;
 
-/// The least time between two re-lists of one server's tools: change notices are coalesced
-/// (one re-list at a time, at most one more waiting), and a server that floods them gets one
-/// re-list this often, bounding the work it can make the Pack do.
-pub(crate) const RELIST_MIN_INTERVAL: Duration = Duration::from_secs(2);
+    /// The most work a call's check may do on a runtime worker rather than on the blocking pool:
+    /// the values of the JSON times the schema's expansion, plus the bytes of its strings and keys
+    /// (patterns read them, and a result's text is cleaned byte by byte). Handing a check to the
+    /// pool and back costs two thread wake-ups, more than the whole check of a typical call; at
+    /// this size a check holds a worker for tens of microseconds at most, no longer than a
+    /// scheduler tick. Anything larger still goes to the pool.
+    const MAX_INLINE_CHECK_WORK: u64 = 1 << 14 => plain;
 
-/// The largest approved tool definition a server's pin record keeps, to show what changed
-/// later (canonical JSON, bytes). A larger one keeps only its pin; real tools are a few
-/// kilobytes, and a server cannot make the user's record grow past this per tool.
-pub(crate) const MAX_PINNED_DEFINITION_BYTES: usize = 64 * 1024;
+    /// The longest schema violation (a path and a message) in an error; the rest is cut with a
+    /// marker. Server data in either (a key, a pattern) passes the same cleaning as results.
+    const MAX_VIOLATION_CHARS: usize = 1024 => plain;
 
-/// The most fields a held tool's changes list; the rest are counted.
-pub(crate) const MAX_CHANGES_SHOWN: usize = 64;
+    /// The least time between two re-lists of one server's tools: change notices are coalesced (one
+    /// re-list at a time, at most one more waiting), and a server that floods them gets one re-list
+    /// this often, bounding the work it can make the Pack do.
+    const RELIST_MIN_INTERVAL: Duration = Duration::from_secs(2) => secs;
 
-/// The longest value (or field path) a held tool's change shows, before and after, cleaned;
-/// the rest is cut with a marker.
-pub(crate) const MAX_CHANGE_CHARS: usize = 512;
+    /// The largest approved tool definition a server's pin record keeps, to show what changed later
+    /// (canonical JSON, bytes). A larger one keeps only its pin; real tools are a few kilobytes,
+    /// and a server cannot make the user's record grow past this per tool.
+    const MAX_PINNED_DEFINITION_BYTES: usize = 64 * 1024 => plain;
 
-/// What replaces a secret wherever one would have been shown.
-pub(crate) const REDACTION_MARKER: &str = "[redacted]";
+    /// The most fields a held tool's changes list; the rest are counted.
+    const MAX_CHANGES_SHOWN: usize = 64 => plain;
 
-/// Configured secrets shorter than this are not scrubbed from free text: replacing every
-/// `a` or `1` in a result would destroy it while hiding nothing worth hiding.
-pub(crate) const MIN_SCRUBBED_SECRET_CHARS: usize = 6;
+    /// The longest value (or field path) a held tool's change shows, before and after, cleaned; the
+    /// rest is cut with a marker.
+    const MAX_CHANGE_CHARS: usize = 512 => plain;
+
+    /// What replaces a secret wherever one would have been shown.
+    const REDACTION_MARKER: &str = "[redacted]" => plain;
+
+    /// Configured secrets shorter than this are not scrubbed from free text: replacing every `a` or
+    /// `1` in a result would destroy it while hiding nothing worth hiding.
+    const MIN_SCRUBBED_SECRET_CHARS: usize = 6 => plain;
+
+    /// Why the whole Pack is unavailable (never because of one entry).
+    const UNAVAILABLE_CONFIG: &str =
+        "the mcp configuration must be an object of servers (an mcp.json mcpServers object) or null"
+        => plain;
+
+    /// The Pack needs the Host's runtime even with no servers, so a Host's mistake shows at once.
+    const UNAVAILABLE_RUNTIME: &str =
+        "the Host lends no tokio runtime (the contract's TOKIO_RUNTIME service)" => plain;
+}
 
 /// Why a server entry of the configuration was refused. The texts are part of the contract
 /// with users, so each one is listed in `policy/README.md`. None names a value: only keys.
@@ -348,14 +380,6 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-/// Why the whole Pack is unavailable (never because of one entry).
-pub(crate) const UNAVAILABLE_CONFIG: &str =
-    "the mcp configuration must be an object of servers (an mcp.json mcpServers object) or null";
-
-/// The Pack needs the Host's runtime even with no servers, so a Host's mistake shows at once.
-pub(crate) const UNAVAILABLE_RUNTIME: &str =
-    "the Host lends no tokio runtime (the contract's TOKIO_RUNTIME service)";
-
 /// The redirect policy of the HTTP client: none. A redirect could carry the configured
 /// headers to another server, so a 3xx is an error that names the status, and its
 /// `Location` is never contacted.
@@ -376,164 +400,79 @@ pub(crate) fn retry_delay(failures: u32) -> Duration {
         .min(RETRY_MAX_DELAY)
 }
 
-/// Every named value of this module, rendered as `policy/README.md` shows it.
+/// How `policy/README.md` shows each kind of value.
+#[cfg(test)]
+mod shown {
+    use std::fmt::Display;
+    use std::time::Duration;
+
+    /// Most durations: in seconds.
+    pub(super) fn secs(duration: &Duration) -> String {
+        format!("{} s", duration.as_secs_f64())
+    }
+
+    /// The SSE waits: in milliseconds.
+    pub(super) fn ms(duration: &Duration) -> String {
+        format!("{} ms", duration.as_millis())
+    }
+
+    /// Lists: their items, joined.
+    pub(super) fn list(items: &[&str]) -> String {
+        items.join(", ")
+    }
+
+    /// Numbers and texts: as they are.
+    pub(super) fn plain(value: &impl Display) -> String {
+        value.to_string()
+    }
+}
+
+/// Every named value of this module and every refusal's template, rendered as
+/// `policy/README.md` shows it; a refusal's fields are the placeholders `{key}` and `{name}`.
 #[cfg(test)]
 fn table() -> Vec<(&'static str, String)> {
-    let secs = |d: Duration| format!("{} s", d.as_secs_f64());
-    let ms = |d: Duration| format!("{} ms", d.as_millis());
-    let template = |r: Refusal| r.to_string();
-    let placeholder = || "{key}".to_owned();
-    vec![
-        ("PROTOCOL_VERSION", PROTOCOL_VERSION.to_owned()),
-        (
-            "ACCEPTED_PROTOCOL_VERSIONS",
-            ACCEPTED_PROTOCOL_VERSIONS.join(", "),
-        ),
-        (
-            "MODERN_PROTOCOL_VERSIONS",
-            MODERN_PROTOCOL_VERSIONS.join(", "),
-        ),
-        ("RESERVED_HEADERS", RESERVED_HEADERS.join(", ")),
-        (
-            "RESERVED_HEADER_PREFIXES",
-            RESERVED_HEADER_PREFIXES.join(", "),
-        ),
-        ("ALLOWED_SCHEMES", ALLOWED_SCHEMES.join(", ")),
-        ("START_ATTEMPT_DEADLINE", secs(START_ATTEMPT_DEADLINE)),
-        ("CALL_DEADLINE", secs(CALL_DEADLINE)),
-        ("RETRY_FIRST_DELAY", secs(RETRY_FIRST_DELAY)),
-        ("RETRY_MAX_DELAY", secs(RETRY_MAX_DELAY)),
-        ("CONNECT_TIMEOUT", secs(CONNECT_TIMEOUT)),
-        ("FAREWELL_TIMEOUT", secs(FAREWELL_TIMEOUT)),
-        ("MAX_RESPONSE_BYTES", MAX_RESPONSE_BYTES.to_string()),
-        ("MAX_SSE_EVENT_BYTES", MAX_SSE_EVENT_BYTES.to_string()),
-        (
-            "MAX_OAUTH_RESPONSE_BYTES",
-            MAX_OAUTH_RESPONSE_BYTES.to_string(),
-        ),
-        ("OAUTH_REQUEST_DEADLINE", secs(OAUTH_REQUEST_DEADLINE)),
-        ("MAX_OAUTH_QUOTED_CHARS", MAX_OAUTH_QUOTED_CHARS.to_string()),
-        ("AUTHORIZATION_DEADLINE", secs(AUTHORIZATION_DEADLINE)),
-        ("REFRESH_AHEAD_MAX", secs(REFRESH_AHEAD_MAX)),
-        ("REFRESH_AHEAD_DIVISOR", REFRESH_AHEAD_DIVISOR.to_string()),
-        (
-            "MAX_AUTHORIZATIONS_PER_REQUEST",
-            MAX_AUTHORIZATIONS_PER_REQUEST.to_string(),
-        ),
-        ("MAX_CHALLENGE_BYTES", MAX_CHALLENGE_BYTES.to_string()),
-        ("MAX_DPOP_NONCE_BYTES", MAX_DPOP_NONCE_BYTES.to_string()),
-        ("SSE_DEFAULT_RETRY", ms(SSE_DEFAULT_RETRY)),
-        ("SSE_MIN_RETRY", ms(SSE_MIN_RETRY)),
-        ("SSE_MAX_RETRY", ms(SSE_MAX_RETRY)),
-        ("MAX_IDLE_RESUMPTIONS", MAX_IDLE_RESUMPTIONS.to_string()),
-        ("MAX_TOOL_PAGES", MAX_TOOL_PAGES.to_string()),
-        ("MAX_SESSION_ID_BYTES", MAX_SESSION_ID_BYTES.to_string()),
-        ("MAX_TOOL_NAME_CHARS", MAX_TOOL_NAME_CHARS.to_string()),
-        ("MAX_DESCRIPTION_CHARS", MAX_DESCRIPTION_CHARS.to_string()),
-        ("MAX_TITLE_CHARS", MAX_TITLE_CHARS.to_string()),
-        ("MAX_SCHEMA_BYTES", MAX_SCHEMA_BYTES.to_string()),
-        ("MAX_SCHEMA_DEPTH", MAX_SCHEMA_DEPTH.to_string()),
-        ("MAX_PARAM_HEADERS", MAX_PARAM_HEADERS.to_string()),
-        (
-            "MAX_PARAM_HEADER_NAME_BYTES",
-            MAX_PARAM_HEADER_NAME_BYTES.to_string(),
-        ),
-        ("MAX_RESULT_CHARS", MAX_RESULT_CHARS.to_string()),
-        ("MAX_NAMES_IN_ERROR", MAX_NAMES_IN_ERROR.to_string()),
-        (
-            "MAX_VIOLATIONS_IN_ERROR",
-            MAX_VIOLATIONS_IN_ERROR.to_string(),
-        ),
-        ("MAX_TOOLS_LIST_BYTES", MAX_TOOLS_LIST_BYTES.to_string()),
-        ("MAX_TOOLS_PER_SERVER", MAX_TOOLS_PER_SERVER.to_string()),
-        ("MAX_REJECTED_KEPT", MAX_REJECTED_KEPT.to_string()),
-        ("MAX_LISTING_BYTES", MAX_LISTING_BYTES.to_string()),
-        ("MAX_ERROR_CHARS", MAX_ERROR_CHARS.to_string()),
-        ("MAX_ERROR_BODY_BYTES", MAX_ERROR_BODY_BYTES.to_string()),
-        (
-            "MAX_STATUS_MESSAGE_CHARS",
-            MAX_STATUS_MESSAGE_CHARS.to_string(),
-        ),
-        (
-            "MAX_PROGRESS_MESSAGE_CHARS",
-            MAX_PROGRESS_MESSAGE_CHARS.to_string(),
-        ),
-        ("MAX_SCHEMA_EXPANSION", MAX_SCHEMA_EXPANSION.to_string()),
-        (
-            "MAX_SCHEMA_EXPANDED_DEPTH",
-            MAX_SCHEMA_EXPANDED_DEPTH.to_string(),
-        ),
-        ("MAX_VALIDATION_WORK", MAX_VALIDATION_WORK.to_string()),
-        ("MAX_INLINE_CHECK_WORK", MAX_INLINE_CHECK_WORK.to_string()),
-        ("MAX_VIOLATION_CHARS", MAX_VIOLATION_CHARS.to_string()),
-        ("RELIST_MIN_INTERVAL", secs(RELIST_MIN_INTERVAL)),
-        (
-            "MAX_PINNED_DEFINITION_BYTES",
-            MAX_PINNED_DEFINITION_BYTES.to_string(),
-        ),
-        ("MAX_CHANGES_SHOWN", MAX_CHANGES_SHOWN.to_string()),
-        ("MAX_CHANGE_CHARS", MAX_CHANGE_CHARS.to_string()),
-        ("REDACTION_MARKER", REDACTION_MARKER.to_owned()),
-        (
-            "MIN_SCRUBBED_SECRET_CHARS",
-            MIN_SCRUBBED_SECRET_CHARS.to_string(),
-        ),
-        ("UNAVAILABLE_CONFIG", UNAVAILABLE_CONFIG.to_owned()),
-        ("UNAVAILABLE_RUNTIME", UNAVAILABLE_RUNTIME.to_owned()),
-        ("Refusal::NotAnObject", template(Refusal::NotAnObject)),
-        ("Refusal::Local", template(Refusal::Local)),
-        ("Refusal::LegacySse", template(Refusal::LegacySse)),
-        ("Refusal::MissingUrl", template(Refusal::MissingUrl)),
-        (
-            "Refusal::NotAString",
-            template(Refusal::NotAString { key: placeholder() }),
-        ),
-        (
-            "Refusal::HeadersNotAnObject",
-            template(Refusal::HeadersNotAnObject),
-        ),
-        ("Refusal::InvalidUrl", template(Refusal::InvalidUrl)),
-        ("Refusal::Scheme", template(Refusal::Scheme)),
+    let key = || "{key}".to_owned();
+    let name = || "{name}".to_owned();
+    let refusals = [
+        ("Refusal::NotAnObject", Refusal::NotAnObject),
+        ("Refusal::Local", Refusal::Local),
+        ("Refusal::LegacySse", Refusal::LegacySse),
+        ("Refusal::MissingUrl", Refusal::MissingUrl),
+        ("Refusal::NotAString", Refusal::NotAString { key: key() }),
+        ("Refusal::HeadersNotAnObject", Refusal::HeadersNotAnObject),
+        ("Refusal::InvalidUrl", Refusal::InvalidUrl),
+        ("Refusal::Scheme", Refusal::Scheme),
         (
             "Refusal::UnsetVariable",
-            template(Refusal::UnsetVariable {
-                name: "{name}".to_owned(),
-                key: placeholder(),
-            }),
+            Refusal::UnsetVariable {
+                name: name(),
+                key: key(),
+            },
         ),
-        (
-            "Refusal::NoHome",
-            template(Refusal::NoHome { key: placeholder() }),
-        ),
+        ("Refusal::NoHome", Refusal::NoHome { key: key() }),
         (
             "Refusal::ReservedHeader",
-            template(Refusal::ReservedHeader {
-                name: "{name}".to_owned(),
-            }),
+            Refusal::ReservedHeader { name: name() },
         ),
         (
             "Refusal::InvalidHeaderName",
-            template(Refusal::InvalidHeaderName {
-                name: "{name}".to_owned(),
-            }),
+            Refusal::InvalidHeaderName { name: name() },
         ),
         (
             "Refusal::InvalidHeaderValue",
-            template(Refusal::InvalidHeaderValue {
-                name: "{name}".to_owned(),
-            }),
+            Refusal::InvalidHeaderValue { name: name() },
         ),
-        (
-            "Refusal::OAuthNotAnObject",
-            template(Refusal::OAuthNotAnObject),
-        ),
+        ("Refusal::OAuthNotAnObject", Refusal::OAuthNotAnObject),
         (
             "Refusal::OAuthWithoutClientId",
-            template(Refusal::OAuthWithoutClientId),
+            Refusal::OAuthWithoutClientId,
         ),
-        ("Refusal::OAuthGrantType", template(Refusal::OAuthGrantType)),
-        ("Refusal::OAuthIssuer", template(Refusal::OAuthIssuer)),
-    ]
+        ("Refusal::OAuthGrantType", Refusal::OAuthGrantType),
+        ("Refusal::OAuthIssuer", Refusal::OAuthIssuer),
+    ];
+    let mut rows = values();
+    rows.extend(refusals.map(|(row, refusal)| (row, refusal.to_string())));
+    rows
 }
 
 #[cfg(test)]

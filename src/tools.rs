@@ -7,10 +7,7 @@
 
 mod arguments;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 
 use runvil_plugin::{
     BoxFuture, HeldTool, Pack, ProgressSink, StatusReceiver, StoreError, ToolError, ToolSpec,
@@ -19,6 +16,7 @@ use runvil_plugin::{
 use serde_json::Value;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::connector::{Board, Ready, Server, Status, server_span};
@@ -102,7 +100,8 @@ impl McpPack {
             if Handle::try_current().is_ok_and(|here| here.id() == runtime.id()) {
                 return work.await;
             }
-            match AbortOnDrop(runtime.spawn(work)).await {
+            // The call's task, aborted when the caller stops waiting for it.
+            match AbortOnDropHandle::new(runtime.spawn(work)).await {
                 Ok(outcome) => outcome,
                 // The runtime is shutting down (an abort of ours drops this future first).
                 Err(e) if e.is_cancelled() => Err(ToolError::Transport(SHUT_DOWN.to_owned())),
@@ -122,23 +121,6 @@ impl McpPack {
 
 /// The answer to a call made after shutdown, or cut short by it.
 const SHUT_DOWN: &str = "the Pack was shut down";
-
-/// A call's task, aborted when the caller stops waiting for it.
-struct AbortOnDrop(JoinHandle<Result<String, ToolError>>);
-
-impl Future for AbortOnDrop {
-    type Output = Result<Result<String, ToolError>, tokio::task::JoinError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx)
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 impl Tools {
     fn server(&self, namespace: &str) -> Result<&Arc<Server>, ToolError> {

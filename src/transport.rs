@@ -29,7 +29,7 @@ use crate::envelope::{Shown, Untrusted, show, show_escaped};
 use crate::http::{self, Capped, DPOP_NONCE, Failure, describe};
 use crate::policy::{
     MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_ERROR_CHARS, MAX_RESPONSE_BYTES,
-    MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS,
+    MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS, REDACTION_MARKER,
 };
 use crate::secret::{Scrubber, SecretUrl};
 use crate::sse::{Event, SseError, SseParser};
@@ -62,7 +62,7 @@ impl fmt::Debug for SessionHeaders {
         f.debug_struct("SessionHeaders")
             .field(
                 "session_id",
-                &self.session_id.as_ref().map(|_| "[redacted]"),
+                &self.session_id.as_ref().map(|_| REDACTION_MARKER),
             )
             .field("protocol_version", &self.protocol_version)
             .finish()
@@ -97,7 +97,7 @@ struct Timing {
 
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Transport([redacted])")
+        write!(f, "Transport({REDACTION_MARKER})")
     }
 }
 

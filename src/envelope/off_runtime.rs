@@ -12,9 +12,9 @@
 //! where the call is: the hand-off to the pool and back would cost more than the check.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::{CheckedTool, Outcome, Untrusted, convert_now, log_safe};
 use crate::policy::MAX_INLINE_CHECK_WORK;
@@ -97,25 +97,17 @@ async fn run<T: Send + 'static>(
     if small {
         return std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).ok();
     }
-    let dropped = Arc::new(AtomicBool::new(false));
-    let _stop = StopOnDrop(Arc::clone(&dropped));
+    // Tells the blocking work its call is gone when the call's future is dropped.
+    let dropped = CancellationToken::new();
+    let _stop = dropped.clone().drop_guard();
     let name = log_safe(&tool.name);
     let task = tokio::task::spawn_blocking(move || {
         // The pool may start this after the call is gone: then there is no one to answer.
-        if dropped.load(Ordering::Acquire) {
+        if dropped.is_cancelled() {
             tracing::debug!(tool = %name, "a check was not started: its call was dropped");
             return None;
         }
         Some(work())
     });
     task.await.ok().flatten()
-}
-
-/// Tells the blocking work its call is gone when the call's future is dropped.
-struct StopOnDrop(Arc<AtomicBool>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
-    }
 }
