@@ -16,7 +16,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use reqwest::header::{HeaderName, HeaderValue};
+use reqwest::header::HeaderValue;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 use super::exchange::Link;
 use super::legacy::Legacy;
-use super::modern::Modern;
+use super::modern::{MCP_METHOD, Modern, outgoing};
 use crate::envelope::{Shown, show};
 use crate::jsonrpc::{Incoming, Meta, Params, Request, RevisionMeta, to_bytes};
 use crate::policy::{
@@ -199,7 +199,6 @@ struct Filter {
     tools_list_changed: bool,
 }
 
-const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const LISTEN: &str = "subscriptions/listen";
 
 /// One subscription, from its request to its end; `acknowledged` is called when the server
@@ -219,14 +218,7 @@ async fn subscribe(link: &Link, modern: &Modern, acknowledged: &mut impl FnMut()
         },
     };
     let extra = [(MCP_METHOD, HeaderValue::from_static(LISTEN))];
-    let outgoing = Outgoing {
-        session: SessionHeaders {
-            session_id: None,
-            protocol_version: Some(version),
-        },
-        extra: &extra,
-        read_error_answers: true,
-    };
+    let outgoing = outgoing(version, &extra);
     let shown = |text: &str| show(&link.scrubber, text, MAX_ERROR_CHARS);
     let body = to_bytes(&Request::new(id, LISTEN, &params));
     let posted = match link.transport.post(body, &outgoing).await {

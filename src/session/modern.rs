@@ -21,7 +21,7 @@ use crate::policy::MODERN_PROTOCOL_VERSIONS;
 use crate::transport::{Outgoing, SessionHeaders};
 use crate::wire::{Loose, Object};
 
-const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub(super) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// A server spoken to at a handshake-free revision.
@@ -96,14 +96,7 @@ impl Modern {
                 revision: Some(RevisionMeta::new(version)),
                 progress_token: progress.map(|_| id),
             };
-            let outgoing = Outgoing {
-                session: SessionHeaders {
-                    session_id: None,
-                    protocol_version: Some(version),
-                },
-                extra: &extra,
-                read_error_answers: true,
-            };
+            let outgoing = outgoing(version, &extra);
             let answer = link
                 .exchange::<T, _>(id, method, &params, &outgoing, (Wire::Modern, progress))
                 .await;
@@ -123,6 +116,22 @@ impl Modern {
                 answer => return answer.and_then(|(result, _)| complete(result)),
             }
         }
+    }
+}
+
+/// What a request at `version` carries besides its body: the version, no session, `extra`
+/// (the method and name headers, a tool's `Mcp-Param-*`), and a 4xx's JSON-RPC error read.
+pub(super) fn outgoing<'a>(
+    version: &'static str,
+    extra: &'a [(HeaderName, HeaderValue)],
+) -> Outgoing<'a> {
+    Outgoing {
+        session: SessionHeaders {
+            session_id: None,
+            protocol_version: Some(version),
+        },
+        extra,
+        read_error_answers: true,
     }
 }
 

@@ -20,8 +20,8 @@ use support::{Temp, text, unique_temp_path};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-/// A GET as a browser makes it: the status line and the `Location`, if any.
-async fn get(url: &str) -> (String, Option<String>) {
+/// A connection to `url`'s host on which a browser's GET of it was sent.
+async fn send_get(url: &str) -> TcpStream {
     let url = url::Url::parse(url).expect("a URL");
     let host = format!(
         "{}:{}",
@@ -32,6 +32,12 @@ async fn get(url: &str) -> (String, Option<String>) {
     let target = &url[url::Position::BeforePath..];
     let request = format!("GET {target} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.expect("send");
+    stream
+}
+
+/// A GET as a browser makes it: the status line and the `Location`, if any.
+async fn get(url: &str) -> (String, Option<String>) {
+    let mut stream = send_get(url).await;
     // The head is all a browser needs here; the server may keep the connection open.
     let mut head = Vec::new();
     let mut chunk = [0u8; 1024];
@@ -266,16 +272,7 @@ async fn approve(authorization_url: &str) {
 /// A GET that reads the whole answer, for a server that closes the connection (runvil's
 /// redirect listener): the page's text.
 async fn page(url: &str) -> String {
-    let url = url::Url::parse(url).expect("a URL");
-    let host = format!(
-        "{}:{}",
-        url.host_str().expect("a host"),
-        url.port().expect("a port")
-    );
-    let mut stream = TcpStream::connect(&host).await.expect("connect");
-    let target = &url[url::Position::BeforePath..];
-    let request = format!("GET {target} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut stream = send_get(url).await;
     let mut answer = Vec::new();
     tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
         .await
