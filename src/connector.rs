@@ -51,7 +51,7 @@ impl Status {
         match self {
             Self::Loading => BackendState::Loading,
             Self::Ready(ready) => BackendState::Ready {
-                tools: ready.tools.names(),
+                tools: ready.catalog.names(),
             },
             Self::Failed(reason) => BackendState::Failed(reason.as_str().to_owned()),
             Self::Refused(reason) => BackendState::Refused(reason.clone()),
@@ -63,7 +63,8 @@ impl Status {
 #[derive(Debug, Clone)]
 pub(crate) struct Ready {
     pub(crate) session: SharedSession,
-    pub(crate) tools: Arc<ToolSet>,
+    /// Its checked tools, held and rejected ones included.
+    pub(crate) catalog: Arc<ToolSet>,
     /// How long the server said its list stays fresh (2026-07-28).
     pub(crate) cache: CacheHints,
     /// When the tools were listed.
@@ -74,7 +75,7 @@ impl Ready {
     fn new(session: SharedSession, tools: ToolSet, cache: CacheHints) -> Self {
         Self {
             session,
-            tools: Arc::new(tools),
+            catalog: Arc::new(tools),
             cache,
             listed_at: Instant::now(),
         }
@@ -181,20 +182,20 @@ impl Server {
         let approved = pins.approve(tools).await?;
         let names = approved.iter().map(|tool| tool.name.clone()).collect();
         if let Status::Ready(ready) = self.status() {
-            let mut callable = ready.tools.tools.clone();
-            let mut held = ready.tools.held.clone();
+            let mut callable = ready.catalog.tools.clone();
+            let mut held = ready.catalog.held.clone();
             for tool in approved {
                 held.remove(&tool.name);
                 callable.insert(tool.name.clone(), tool);
             }
             let tools = ToolSet::new(
                 callable,
-                ready.tools.rejected.clone(),
-                ready.tools.more_rejected,
+                ready.catalog.rejected.clone(),
+                ready.catalog.more_rejected,
                 held,
             );
             self.set(Status::Ready(Ready {
-                tools: Arc::new(tools),
+                catalog: Arc::new(tools),
                 ..ready
             }));
         }

@@ -52,7 +52,7 @@ impl<'a> Summary<'a> {
     pub(crate) fn new(server: &'a Server, status: &'a Status) -> Self {
         let (status, reason, tools) = match status {
             Status::Loading => ("loading", None, None),
-            Status::Ready(ready) => ("ready", None, Some(&*ready.tools.names_json)),
+            Status::Ready(ready) => ("ready", None, Some(&*ready.catalog.names_json)),
             Status::Failed(reason) => ("error", Some(reason.as_str()), None),
             Status::Refused(reason) => ("error", Some(reason.as_str()), None),
         };

@@ -35,7 +35,7 @@ const CALL_DYNAMIC_TOOL: &str = "call_dynamic_tool";
 /// The Pack: every configured server, in name order. Its calls run as tasks on the runtime
 /// the Host lent it, whatever executor polls them.
 pub(crate) struct McpPack {
-    tools: Arc<Tools>,
+    context: Arc<CallContext>,
     runtime: Handle,
     board: Board,
     /// The servers' connection tasks, until shutdown takes them.
@@ -44,7 +44,7 @@ pub(crate) struct McpPack {
 }
 
 /// What a call needs, shared with the tasks that run calls.
-struct Tools {
+struct CallContext {
     id: String,
     servers: Vec<Arc<Server>>,
     scrubber: Arc<Scrubber>,
@@ -61,7 +61,7 @@ impl McpPack {
         scrubber: Arc<Scrubber>,
     ) -> Self {
         Self {
-            tools: Arc::new(Tools {
+            context: Arc::new(CallContext {
                 id,
                 servers,
                 scrubber,
@@ -87,11 +87,11 @@ impl McpPack {
         let Some(mut ticket) = self.lifecycle.enter() else {
             return Box::pin(async { Err(ToolError::Transport(SHUT_DOWN.to_owned())) });
         };
-        let tools = Arc::clone(&self.tools);
+        let context = Arc::clone(&self.context);
         let tool = tool.to_owned();
         let work = async move {
             tokio::select! {
-                outcome = tools.call(&tool, args, progress) => outcome,
+                outcome = context.call(&tool, args, progress) => outcome,
                 () = ticket.closing() => Err(ToolError::Transport(SHUT_DOWN.to_owned())),
             }
         };
@@ -115,14 +115,18 @@ impl McpPack {
 
 impl McpPack {
     fn server_named(&self, name: &str) -> Option<Arc<Server>> {
-        self.tools.servers.iter().find(|s| s.name == name).cloned()
+        self.context
+            .servers
+            .iter()
+            .find(|s| s.name == name)
+            .cloned()
     }
 }
 
 /// The answer to a call made after shutdown, or cut short by it.
 const SHUT_DOWN: &str = "the Pack was shut down";
 
-impl Tools {
+impl CallContext {
     fn server(&self, namespace: &str) -> Result<&Arc<Server>, ToolError> {
         self.servers
             .iter()
@@ -153,7 +157,7 @@ impl Tools {
                 match &status {
                     Status::Ready(ready) => Ok(listing::one_server(
                         &server.name,
-                        &ready.tools,
+                        &ready.catalog,
                         ready.session.protocol_version(),
                     )),
                     _ => Ok(listing::to_json(&Summary::new(server, &status))),
@@ -223,7 +227,7 @@ impl Tools {
     }
 }
 
-impl Tools {
+impl CallContext {
     /// Answers a call of one of the two tools, scrubbed.
     async fn call(
         &self,
@@ -269,7 +273,7 @@ impl Drop for McpPack {
         {
             task.abort();
         }
-        for server in &self.tools.servers {
+        for server in &self.context.servers {
             if let Status::Ready(ready) = server.status() {
                 self.runtime
                     .spawn(async move { ready.session.close().await });
@@ -284,10 +288,10 @@ impl Pack for McpPack {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        let schemas = &self.tools.schemas;
+        let schemas = &self.context.schemas;
         vec![
             ToolSpec {
-                name: format!("{}/{GET_DYNAMIC_TOOLS}", self.tools.id),
+                name: format!("{}/{GET_DYNAMIC_TOOLS}", self.context.id),
                 description: "Lists the tools of the connected MCP servers. With no arguments: \
                     each server's namespace, status (ready, loading, or error with a reason) and \
                     tool names. With namespace: that server's tools with descriptions and input \
@@ -296,7 +300,7 @@ impl Pack for McpPack {
                 input_schema: schemas.list.schema.clone(),
             },
             ToolSpec {
-                name: format!("{}/{CALL_DYNAMIC_TOOL}", self.tools.id),
+                name: format!("{}/{CALL_DYNAMIC_TOOL}", self.context.id),
                 description: "Calls a tool of a connected MCP server. Use get_dynamic_tools \
                     first to find the namespace, the tool's exact name and its input schema; \
                     arguments must match that schema."
@@ -363,7 +367,7 @@ impl Pack for McpPack {
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
         let lifecycle = Arc::clone(&self.lifecycle);
-        let tools = Arc::clone(&self.tools);
+        let context = Arc::clone(&self.context);
         // On the Pack's runtime, like its calls: the farewells are HTTP requests.
         let done = self.runtime.spawn(async move {
             lifecycle.close().await;
@@ -372,7 +376,7 @@ impl Pack for McpPack {
                 let _ = task.await;
             }
             let mut farewells = tokio::task::JoinSet::new();
-            for server in &tools.servers {
+            for server in &context.servers {
                 if let Status::Ready(ready) = server.status() {
                     farewells.spawn(async move { ready.session.close().await });
                 }
@@ -414,7 +418,7 @@ fn ready_tool(
             )));
         }
     };
-    if let Some(held) = ready.tools.held.get(tool_name) {
+    if let Some(held) = ready.catalog.held.get(tool_name) {
         return Err(ToolError::Invalid(format!(
             "{} holds the tool {}: {}",
             server.name,
@@ -422,8 +426,8 @@ fn ready_tool(
             held.reason
         )));
     }
-    let tool = ready.tools.tools.get(tool_name).cloned().ok_or_else(|| {
-        let known = names(ready.tools.tools.keys().map(String::as_str));
+    let tool = ready.catalog.tools.get(tool_name).cloned().ok_or_else(|| {
+        let known = names(ready.catalog.tools.keys().map(String::as_str));
         ToolError::Invalid(format!(
             "{} has no tool {}; its tools are: {known}",
             server.name,
