@@ -22,28 +22,16 @@
 //!   then cleaning, then cutting.
 //! - `off_runtime`: runs the checks of a call where they cannot stall the runtime.
 
-// By path, so the fuzz crate, which includes this file by path, finds them too.
-#[path = "envelope/catalog.rs"]
 mod catalog;
-#[path = "envelope/chars.rs"]
 mod chars;
-#[path = "envelope/expansion.rs"]
 mod expansion;
-#[path = "envelope/listed.rs"]
 mod listed;
-#[path = "envelope/off_runtime.rs"]
 mod off_runtime;
-#[path = "envelope/param_headers.rs"]
 pub(crate) mod param_headers;
-#[path = "envelope/result.rs"]
 mod result;
-#[path = "envelope/shown.rs"]
 mod shown;
-#[path = "envelope/text.rs"]
 mod text;
-#[path = "envelope/tool_check.rs"]
 mod tool_check;
-#[path = "envelope/untrusted.rs"]
 mod untrusted;
 
 pub(crate) use catalog::Catalog;

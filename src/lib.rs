@@ -42,6 +42,7 @@
 //! - `tools`: the Pack and its two tools; `tools::arguments` checks their arguments against
 //!   the schemas they publish.
 //! - `lifecycle`: the Pack's calls in flight, and shutdown.
+//! - `fuzzing`: the fuzz targets' bodies, only under `cfg(fuzzing)` (`fuzz/`).
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -63,6 +64,10 @@ mod sse;
 mod tools;
 mod transport;
 mod wire;
+
+/// The fuzz targets' bodies: public only in a build for fuzzing, never in a normal one.
+#[cfg(fuzzing)]
+pub mod fuzzing;
 
 use std::sync::Arc;
 

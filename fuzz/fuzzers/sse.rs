@@ -1,4 +1,4 @@
 #![no_main]
 #![forbid(unsafe_code)]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| plugin_mcp_fuzz::sse(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| plugin_mcp::fuzzing::sse(data));

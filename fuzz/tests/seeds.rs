@@ -36,25 +36,25 @@ fn run(target: &str, body: fn(&[u8])) {
 
 #[test]
 fn config() {
-    run("config", plugin_mcp_fuzz::config);
+    run("config", plugin_mcp::fuzzing::config);
 }
 
 #[test]
 fn sse() {
-    run("sse", plugin_mcp_fuzz::sse);
+    run("sse", plugin_mcp::fuzzing::sse);
 }
 
 #[test]
 fn jsonrpc() {
-    run("jsonrpc", plugin_mcp_fuzz::jsonrpc);
+    run("jsonrpc", plugin_mcp::fuzzing::jsonrpc);
 }
 
 #[test]
 fn tools() {
-    run("tools", plugin_mcp_fuzz::tools);
+    run("tools", plugin_mcp::fuzzing::tools);
 }
 
 #[test]
 fn result() {
-    run("result", plugin_mcp_fuzz::result);
+    run("result", plugin_mcp::fuzzing::result);
 }

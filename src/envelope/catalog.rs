@@ -169,7 +169,5 @@ impl<'de> Visitor<'de> for EachTool<'_> {
     }
 }
 
-// By path: this file is itself included by path (see `envelope`).
 #[cfg(test)]
-#[path = "catalog/tests.rs"]
 mod tests;

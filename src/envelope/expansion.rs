@@ -282,7 +282,5 @@ fn enter<'r>(
     Ok((resolver, draft))
 }
 
-// By path: this file is itself included by path (see `envelope`).
 #[cfg(test)]
-#[path = "expansion/tests.rs"]
 mod tests;

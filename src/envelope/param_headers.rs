@@ -336,7 +336,5 @@ fn is_tchar(c: char) -> bool {
     c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
 }
 
-// By path: this file is itself included by path (see `envelope`).
 #[cfg(test)]
-#[path = "param_headers/tests.rs"]
 mod tests;

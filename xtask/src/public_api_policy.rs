@@ -11,7 +11,9 @@
 //!   item of an inline module; restricted visibility (`pub(crate)`, `pub(super)`, `pub(in
 //!   path)`) is fine;
 //! - `#[macro_export]` is looked for in every file under `src/`, since an exported macro is
-//!   public wherever it is defined.
+//!   public wherever it is defined;
+//! - an item under exactly `#[cfg(fuzzing)]` (the fuzz targets' bodies) is not in a normal
+//!   build, the configuration this check is for, and is passed over.
 
 use syn::visit::{self, Visit};
 use syn::{Attribute, Item, ItemFn, Visibility};
@@ -79,6 +81,9 @@ struct Finder {
 
 impl<'ast> Visit<'ast> for Finder {
     fn visit_item(&mut self, item: &'ast Item) {
+        if only_for_fuzzing(item) {
+            return;
+        }
         let outer = std::mem::replace(&mut self.item, describe(item));
         // `pub macro` (macros 2.0) is not parsed into an item with a visibility.
         if let Item::Verbatim(tokens) = item
@@ -113,6 +118,30 @@ impl<'ast> Visit<'ast> for Finder {
             self.macro_exports += 1;
         }
     }
+}
+
+/// Whether `item` carries `#[cfg(fuzzing)]`, which cargo-fuzz alone sets: nothing looser
+/// (`cfg(not(fuzzing))`, `cfg(any(fuzzing, ...))`) is passed over.
+fn only_for_fuzzing(item: &Item) -> bool {
+    let attrs = match item {
+        Item::Const(item) => &item.attrs,
+        Item::Enum(item) => &item.attrs,
+        Item::Fn(item) => &item.attrs,
+        Item::Mod(item) => &item.attrs,
+        Item::Static(item) => &item.attrs,
+        Item::Struct(item) => &item.attrs,
+        Item::Trait(item) => &item.attrs,
+        Item::Type(item) => &item.attrs,
+        Item::Union(item) => &item.attrs,
+        Item::Use(item) => &item.attrs,
+        _ => return false,
+    };
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && attr
+                .parse_args::<syn::Ident>()
+                .is_ok_and(|ident| ident == "fuzzing")
+    })
 }
 
 /// `` `struct Config` ``, `` `fn helper` ``, ...: the item's kind and name.
@@ -184,6 +213,21 @@ mod tests {
              `struct Config`, src/lib.rs: `enum Mode`, src/lib.rs: `const LIMIT`, src/lib.rs: \
              `static NAME`, src/lib.rs: `type Alias`, src/lib.rs: `trait Tool`, src/lib.rs: \
              `item`, src/lib.rs: `fn install`, src/lib.rs: `union U`, src/lib.rs: `fn install_all`"
+        );
+    }
+
+    #[test]
+    fn only_an_item_under_cfg_fuzzing_is_passed_over() {
+        let lib = "pub fn install() {}\n#[cfg(fuzzing)]\npub mod fuzzing;\n\
+                   #[cfg(not(fuzzing))]\npub mod a;\n#[cfg(any(fuzzing, test))]\npub mod b;\n\
+                   #[cfg(test)]\npub mod c;\n";
+        assert_eq!(
+            named(&check(&[(CRATE_ROOT, lib)])),
+            [
+                "src/lib.rs: `mod a`",
+                "src/lib.rs: `mod b`",
+                "src/lib.rs: `mod c`"
+            ]
         );
     }
 

@@ -1,35 +1,19 @@
-//! The bodies of plugin_mcp's fuzz targets, one function a target.
-//!
-//! plugin_mcp makes only `install` public, so this crate includes the source files it needs
-//! by path, as modules of the same names, so that their `crate::policy` and `crate::secret`
-//! paths resolve here as they do there. What is fuzzed is the very code that ships.
+//! The bodies of the fuzz targets (`fuzz/`), one function a target, compiled only under
+//! `cfg(fuzzing)` (cargo-fuzz sets it; `fuzz/.cargo/config.toml` sets it for the seeds' test
+//! on stable), so that in every normal build `install` stays the only public item. As
+//! rustls does: the fuzz crate depends on this crate and drives what is re-exported here,
+//! the very code that ships.
 //!
 //! Each function takes any bytes, must not panic, and asserts the invariants its code
 //! promises; libFuzzer reports a failed assertion as a crash like any other panic.
 
-#![forbid(unsafe_code)]
-// Each target uses a part of the files it includes.
-#![allow(dead_code, unused_imports)]
-
-#[path = "../../src/config.rs"]
-mod config;
-#[path = "../../src/envelope.rs"]
-mod envelope;
-#[path = "../../src/policy.rs"]
-mod policy;
-#[path = "../../src/secret.rs"]
-mod secret;
-#[path = "../../src/sse.rs"]
-mod sse;
-#[path = "../../src/wire.rs"]
-mod wire;
-
 use serde_json::{Value, json};
 
-use crate::config::{Entry, Environment};
-use crate::envelope::{Outcome, Untrusted};
+use crate::config::{self, Entry, Environment};
+use crate::envelope::{self, Outcome, Untrusted};
+use crate::policy;
 use crate::secret::{Scrubber, Secret};
-use crate::sse::SseParser;
+use crate::sse::{self, SseParser};
 
 /// The value of every variable the fake environment sets, and its home directory: text that
 /// no refusal and no Debug may show unless the input itself holds it.
@@ -174,11 +158,8 @@ pub fn jsonrpc(data: &[u8]) {
     if let Some(error) = message.get("error") {
         let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
         let text = error.get("message").and_then(Value::as_str).unwrap_or("");
-        let shown = envelope::rpc_error_text(
-            code,
-            &Untrusted::new(text.to_owned()),
-            &Scrubber::default(),
-        );
+        let shown =
+            envelope::rpc_error_text(code, &Untrusted::new(text.to_owned()), &Scrubber::default());
         assert_clean(shown.as_str());
     }
 }
