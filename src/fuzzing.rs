@@ -13,7 +13,7 @@ use crate::config::{self, Entry, Environment};
 use crate::envelope::{self, Outcome, Untrusted};
 use crate::policy;
 use crate::secret::{Scrubber, Secret};
-use crate::sse::{self, SseParser};
+use crate::sse;
 
 /// The value of every variable the fake environment sets, and its home directory: text that
 /// no refusal and no Debug may show unless the input itself holds it.
@@ -85,34 +85,12 @@ pub fn sse(data: &[u8]) {
     let limit = usize::from(*cap) + 1;
     let split = usize::from(u16::from_be_bytes([*hi, *lo])) % (stream.len() + 1);
     let (head, tail) = stream.split_at(split);
-    let whole = parse_sse(&[stream], limit);
-    let halves = parse_sse(&[head, tail], limit);
+    let whole = sse::parse_chunks(&[stream], limit);
+    let halves = sse::parse_chunks(&[head, tail], limit);
     assert_eq!(whole, halves, "the split at {split} changed the outcome");
     for event in &whole.0 {
         assert!(event.len() <= limit, "an event of {} bytes", event.len());
     }
-}
-
-type SseOutcome = (
-    Vec<String>,
-    Option<sse::SseError>,
-    Option<String>,
-    Option<std::time::Duration>,
-);
-
-fn parse_sse(chunks: &[&[u8]], limit: usize) -> SseOutcome {
-    let mut parser = SseParser::new(limit);
-    let mut events = Vec::new();
-    let mut error = None;
-    for chunk in chunks {
-        if let Err(e) = parser.feed(chunk, &mut events) {
-            error = Some(e);
-            break;
-        }
-    }
-    let data = events.into_iter().map(|e| e.data).collect();
-    let id = parser.last_event_id().map(str::to_owned);
-    (data, error, id, parser.retry())
 }
 
 /// JSON-RPC: bytes that are JSON are a message from a server. Its `result` (or the message

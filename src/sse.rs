@@ -243,6 +243,34 @@ impl SseParser {
     }
 }
 
+/// What parsing a list of chunks gave: the events' data, the error that stopped it if any, and
+/// the id and retry the parser remembers. For the properties and the fuzz target, which both
+/// compare a stream parsed whole with the same stream in pieces.
+#[cfg(any(test, fuzzing))]
+pub(crate) type Parsed = (
+    Vec<String>,
+    Option<SseError>,
+    Option<String>,
+    Option<Duration>,
+);
+
+/// Feeds `chunks` to one parser capped at `limit`, up to the first error.
+#[cfg(any(test, fuzzing))]
+pub(crate) fn parse_chunks(chunks: &[&[u8]], limit: usize) -> Parsed {
+    let mut parser = SseParser::new(limit);
+    let mut out = Vec::new();
+    let mut error = None;
+    for chunk in chunks {
+        if let Err(e) = parser.feed(chunk, &mut out) {
+            error = Some(e);
+            break;
+        }
+    }
+    let events = out.into_iter().map(|e| e.data).collect();
+    let id = parser.last_event_id().map(str::to_owned);
+    (events, error, id, parser.retry())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

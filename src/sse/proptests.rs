@@ -6,30 +6,6 @@ use proptest::prelude::*;
 
 use super::*;
 
-/// What parsing a list of chunks gave: the events, the error that stopped it if any, and the
-/// id and retry the parser remembers.
-type Parsed = (
-    Vec<String>,
-    Option<SseError>,
-    Option<String>,
-    Option<Duration>,
-);
-
-fn parse(chunks: &[&[u8]], limit: usize) -> Parsed {
-    let mut parser = SseParser::new(limit);
-    let mut out = Vec::new();
-    let mut error = None;
-    for chunk in chunks {
-        if let Err(e) = parser.feed(chunk, &mut out) {
-            error = Some(e);
-            break;
-        }
-    }
-    let events = out.into_iter().map(|e| e.data).collect();
-    let id = parser.last_event_id().map(str::to_owned);
-    (events, error, id, parser.retry())
-}
-
 /// `bytes` cut at `cuts` (positions in any order, repeats giving empty chunks).
 fn split_at<'a>(bytes: &'a [u8], cuts: &[prop::sample::Index]) -> Vec<&'a [u8]> {
     let mut cuts: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
@@ -237,14 +213,14 @@ proptest! {
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
     ) {
         let want = (stream.events.clone(), None, stream.id.clone(), stream.retry);
-        prop_assert_eq!(&parse(&[&stream.bytes], BIG), &want);
+        prop_assert_eq!(&parse_chunks(&[&stream.bytes], BIG), &want);
         let chunks: Vec<&[u8]> = split_at(&stream.bytes, &cuts)
             .into_iter()
             .filter(|chunk| !chunk.is_empty())
             .collect();
-        prop_assert_eq!(&parse(&chunks, BIG), &want, "{:?}", chunks);
+        prop_assert_eq!(&parse_chunks(&chunks, BIG), &want, "{:?}", chunks);
         let singles: Vec<&[u8]> = stream.bytes.chunks(1).collect();
-        prop_assert_eq!(&parse(&singles, BIG), &want);
+        prop_assert_eq!(&parse_chunks(&singles, BIG), &want);
     }
 
     /// Arbitrary bytes never panic, give no event larger than the cap, and give the same
@@ -255,7 +231,7 @@ proptest! {
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
         limit in 1usize..48,
     ) {
-        let whole = parse(&[&bytes], limit);
+        let whole = parse_chunks(&[&bytes], limit);
         for event in &whole.0 {
             prop_assert!(event.len() <= limit, "{} bytes over a cap of {}", event.len(), limit);
         }
@@ -263,9 +239,9 @@ proptest! {
             .into_iter()
             .filter(|chunk| !chunk.is_empty())
             .collect();
-        prop_assert_eq!(&parse(&chunks, limit), &whole, "{:?}", chunks);
+        prop_assert_eq!(&parse_chunks(&chunks, limit), &whole, "{:?}", chunks);
         let singles: Vec<&[u8]> = bytes.chunks(1).collect();
-        prop_assert_eq!(&parse(&singles, limit), &whole);
+        prop_assert_eq!(&parse_chunks(&singles, limit), &whole);
     }
 }
 
@@ -275,6 +251,6 @@ proptest! {
 #[test]
 fn an_empty_chunk_between_cr_and_lf_ends_no_line() {
     let stream: &[&[u8]] = &[b"data: a\r", b"", b"\ndata: b\r\n\r\n"];
-    let (events, error, _, _) = parse(stream, BIG);
+    let (events, error, _, _) = parse_chunks(stream, BIG);
     assert_eq!((events, error), (vec!["a\nb".to_owned()], None));
 }
