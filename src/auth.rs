@@ -543,7 +543,7 @@ impl Authorization {
                         ))
                     })?
                     .map_err(|e| {
-                        AuthError::refused_saying("the authorization did not complete", e)
+                        AuthError::refused_saying("the authorization did not complete", e.reason)
                     })?;
                 // The code is a secret from the moment it arrives, before anything reads it.
                 let codes = params.iter().filter(|(k, _)| k == "code");

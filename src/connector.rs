@@ -337,7 +337,7 @@ pub(crate) fn server_span(name: &str) -> tracing::Span {
 
 /// One attempt: connect, handshake, list every page, check the tools (keeping their
 /// definitions when they are `pinned`). The Pack's scrubber, which knows every server's
-/// secrets, scrubs what the server sends and the reason of a failure.
+/// secrets, scrubs what of the server's answers is shown and the reason of a failure.
 async fn start(
     runtime: &Handle,
     spec: &ServerSpec,
@@ -350,7 +350,7 @@ async fn start(
         .get_or_init(Clients::build)
         .clone()
         .map_err(|e| e.render(pack))?;
-    let transport = Transport::new(clients, spec, Arc::clone(pack), Arc::clone(auth));
+    let transport = Transport::new(clients, spec, Arc::clone(auth));
     let session = Session::connect(transport, runtime.clone(), Arc::clone(pack))
         .await
         .map_err(|e| e.render(pack))?;

@@ -14,8 +14,8 @@
 //! - `catalog`: reads `tools/list` pages into typed tools, as they arrive; `listed` is one
 //!   tool as a server lists it.
 //! - `tool_check`: accepts or drops each tool, and checks arguments and structured results
-//!   against its schemas; `expansion` bounds the schema work, `param_headers` checks and
-//!   encodes `x-mcp-header` parameters.
+//!   against its schemas (declaring its `x-mcp-header` parameters with the crate's
+//!   `param_headers`); `expansion` bounds the schema work.
 //! - `result`: converts a `tools/call` result (or a JSON-RPC error) into text for a model.
 //! - `text`: cleans and caps text; `chars` decides which characters show.
 //! - `shown`: [`Shown`], the one type of text that may leave the Pack, made only by scrubbing,
@@ -27,7 +27,6 @@ mod chars;
 mod expansion;
 mod listed;
 mod off_runtime;
-pub(crate) mod param_headers;
 mod result;
 mod shown;
 mod text;
@@ -42,6 +41,10 @@ pub(crate) use shown::{Shown, show, show_escaped, show_joined, show_owned};
 pub(crate) use text::{log_safe, truncate};
 pub(crate) use tool_check::{CheckedTool, Rejected, ToolSet};
 pub(crate) use untrusted::Untrusted;
+
+/// The envelope's measure of a schema's nesting, which `x-mcp-header` declarations share.
+#[cfg(test)]
+pub(crate) use tool_check::depth;
 
 #[cfg(test)]
 mod tests;

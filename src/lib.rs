@@ -12,6 +12,8 @@
 //!
 //! - `policy`: every refusal, limit and timeout (auditors start here and in `policy/`).
 //! - `wire`: the lenient shapes every server message is read into (`Loose`, `Object`).
+//! - `param_headers`: a tool's `x-mcp-header` parameters, declared when the envelope checks
+//!   the tool and encoded into `Mcp-Param-*` when the session sends a call.
 //! - `config`: parses each `mcpServers` entry on its own, with `${env:NAME}` substitution; the
 //!   URL is parsed here, once, and carried parsed.
 //! - `secret`: values that may hold a credential (a string, the URL), and the scrubber.
@@ -32,8 +34,7 @@
 //! - `sse`: the event stream of an answer, parsed without I/O, each event capped.
 //! - `envelope`: the only way from server data to text a model reads: `untrusted` (the taint
 //!   type), `catalog` (reads `tools/list` pages), `tool_check` (accepts tools and checks
-//!   against their schemas; `expansion` bounds schema work, `param_headers` handles
-//!   `x-mcp-header`), `result` (converts results), `text` (cleans and caps text; `chars`
+//!   against their schemas; `expansion` bounds schema work), `result` (converts results), `text` (cleans and caps text; `chars`
 //!   decides which characters show), `shown` (the one type of text that may leave the Pack:
 //!   scrubbed, then cleaned, then cut), `off_runtime` (runs checks on the blocking pool).
 //! - `pins`: which tool definitions the user trusts, when the Host lends a pin store; a
@@ -56,6 +57,7 @@ mod http;
 mod jsonrpc;
 mod lifecycle;
 mod listing;
+mod param_headers;
 mod pins;
 mod policy;
 mod secret;

@@ -46,11 +46,14 @@ pub(crate) struct Definition {
 
 impl Definition {
     /// The definition of the tool a server sent as `raw`; `None` when it is no JSON object
-    /// (the envelope rejects such a tool before it could be pinned).
-    pub(crate) fn of(raw: &str) -> Option<Self> {
+    /// (the envelope rejects such a tool before it could be pinned). The canonical form is
+    /// scrubbed before it is hashed or kept: parsed, every escape that could hide a secret's
+    /// form is decoded, and the record must hold no secret a server echoed.
+    pub(crate) fn of(raw: &str, scrubber: &Scrubber) -> Option<Self> {
         let mut tool: Map<String, Value> = serde_json::from_str(raw).ok()?;
         tool.remove("_meta");
         let canonical = serde_json_canonicalizer::to_string(&tool).ok()?;
+        let canonical = scrubber.scrub_owned(canonical);
         let hash = digest(&SHA256, canonical.as_bytes());
         let pin = hash.as_ref().iter().map(|b| format!("{b:02x}")).collect();
         Some(Self { pin, canonical })
@@ -192,7 +195,7 @@ impl Pins {
         let mut current = BTreeMap::new();
         let mut unpinnable = Vec::new();
         for name in tools.keys() {
-            match definitions.get(name).and_then(|raw| Definition::of(raw)) {
+            match (definitions.get(name)).and_then(|raw| Definition::of(raw, &self.scrubber)) {
                 Some(definition) => {
                     current.insert(name.clone(), definition);
                 }

@@ -283,6 +283,11 @@ policy! {
     /// `1` in a result would destroy it while hiding nothing worth hiding.
     const MIN_SCRUBBED_SECRET_CHARS: usize = 6 => plain;
 
+    /// Secrets the Pack obtained while running (tokens, codes, registered clients) the scrubber
+    /// keeps, the newest: a token refreshed every few minutes for weeks stays bounded, and the
+    /// oldest forgotten has long expired.
+    const MAX_LEARNED_SECRETS: usize = 1024 => plain;
+
     /// Why the whole Pack is unavailable (never because of one entry).
     const UNAVAILABLE_CONFIG: &str =
         "the mcp configuration must be an object of servers (an mcp.json mcpServers object) or null"

@@ -19,18 +19,21 @@
 //! IDNA (punycode). The forms the client derives from a whole URL (its serialization, the
 //! `Basic` credential reqwest builds from its userinfo) are found by `config`. Matching ignores
 //! ASCII case, so a lowercased host, a lowercased echo and either case of hex digits match too.
+//! All forms of all secrets are found in one pass over a text, by one automaton.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::fmt;
 use std::ops::Range;
 use std::sync::{PoisonError, RwLock};
 
+use aho_corasick::AhoCorasick;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Url;
 use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroize;
 
-use crate::policy::{MIN_SCRUBBED_SECRET_CHARS, REDACTION_MARKER};
+use crate::policy::{MAX_LEARNED_SECRETS, MIN_SCRUBBED_SECRET_CHARS, REDACTION_MARKER};
 
 /// A string that may hold a credential: a header value, an expanded `${env:...}` value, or
 /// the endpoint URL.
@@ -99,66 +102,134 @@ const WIPED_URL: &str = "http://wiped.invalid/";
 /// Replaces every configured secret, in every form it can take, with the redaction marker.
 ///
 /// It learns secrets the Pack obtains while it runs (tokens, registered client secrets) with
-/// [`Scrubber::learn`], so they are scrubbed from then on like configured ones.
+/// [`Scrubber::learn`], so they are scrubbed from then on like configured ones; it keeps the
+/// last [`MAX_LEARNED_SECRETS`] of them, a token refreshed all day long included.
+///
+/// Every form of every secret is in one automaton (Aho-Corasick), built again when the set
+/// changes, so a text is read once however many secrets a Pack holds. The automaton's tables
+/// hold the forms' bytes, and aho-corasick cannot wipe them when it is dropped: SECURITY.md
+/// says what that costs and why it is accepted.
 #[derive(Default)]
 pub(crate) struct Scrubber {
-    /// Every form of every secret, ASCII-lowercased, without duplicates.
-    forms: RwLock<Vec<Secret>>,
+    forms: RwLock<Forms>,
+}
+
+/// The scrubber's secrets, each as the forms it takes, and their automaton.
+#[derive(Default)]
+struct Forms {
+    /// The configured secrets' forms, ASCII-lowercased: kept for the Pack's life.
+    configured: Vec<Secret>,
+    /// Each learned secret's forms, oldest first.
+    learned: VecDeque<Vec<Secret>>,
+    searcher: Searcher,
+}
+
+/// What finds every form at once.
+#[derive(Clone, Default)]
+enum Searcher {
+    /// There is nothing to find.
+    #[default]
+    Nothing,
+    /// Every distinct form, matched ignoring ASCII case; `count` of them.
+    Built {
+        automaton: AhoCorasick,
+        count: usize,
+    },
+    /// The automaton could not be built (aho-corasick refuses a set past its own limits,
+    /// which no Pack's secrets come near): every text is replaced whole, so a failure hides
+    /// too much rather than too little.
+    Unbuildable,
+}
+
+impl Forms {
+    fn rebuild(&mut self) {
+        let mut patterns: Vec<&str> = (self.configured.iter())
+            .chain(self.learned.iter().flatten())
+            .map(Secret::expose)
+            .collect();
+        patterns.sort_unstable();
+        patterns.dedup();
+        self.searcher = match patterns.len() {
+            0 => Searcher::Nothing,
+            count => AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(&patterns)
+                .map_or(Searcher::Unbuildable, |automaton| Searcher::Built {
+                    automaton,
+                    count,
+                }),
+        };
+    }
 }
 
 impl fmt::Debug for Scrubber {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Scrubber({} forms)", self.forms().len())
+        match self.searcher() {
+            Searcher::Nothing => f.write_str("Scrubber(0 forms)"),
+            Searcher::Built { count, .. } => write!(f, "Scrubber({count} forms)"),
+            Searcher::Unbuildable => f.write_str("Scrubber(unbuildable)"),
+        }
     }
 }
 
 impl Scrubber {
+    /// A scrubber of the configured `secrets`, which it keeps as long as it lives.
     pub(crate) fn new(secrets: impl IntoIterator<Item = Secret>) -> Self {
-        let scrubber = Self::default();
-        scrubber.learn(secrets);
-        scrubber
+        let mut forms = Forms {
+            configured: secrets
+                .into_iter()
+                .flat_map(|s| forms_to_find(&s))
+                .collect(),
+            ..Forms::default()
+        };
+        forms.rebuild();
+        Self {
+            forms: RwLock::new(forms),
+        }
     }
 
-    /// Scrubs `secrets` too, in every form, from now on.
+    /// Scrubs `secrets` too, in every form, from now on; the oldest learned secret is
+    /// forgotten past [`MAX_LEARNED_SECRETS`].
     pub(crate) fn learn(&self, secrets: impl IntoIterator<Item = Secret>) {
-        let new = secrets
+        let new: Vec<Vec<Secret>> = secrets
             .into_iter()
-            .filter(|s| s.expose().chars().count() >= MIN_SCRUBBED_SECRET_CHARS)
-            .flat_map(|s| forms(s.expose()))
-            .filter(|form| form.chars().count() >= MIN_SCRUBBED_SECRET_CHARS)
-            .map(|mut form| {
-                form.make_ascii_lowercase(); // in place: no copy left unwiped
-                Secret::new(form)
-            });
+            .map(|s| forms_to_find(&s))
+            .filter(|forms| !forms.is_empty())
+            .collect();
+        if new.is_empty() {
+            return;
+        }
         let mut forms = self.forms.write().unwrap_or_else(PoisonError::into_inner);
-        forms.extend(new);
-        forms.sort_by(|a, b| a.expose().cmp(b.expose()));
-        forms.dedup_by(|a, b| a.expose() == b.expose());
+        forms.learned.extend(new);
+        while forms.learned.len() > MAX_LEARNED_SECRETS {
+            forms.learned.pop_front();
+        }
+        forms.rebuild();
     }
 
-    fn forms(&self) -> std::sync::RwLockReadGuard<'_, Vec<Secret>> {
-        self.forms.read().unwrap_or_else(PoisonError::into_inner)
+    /// The automaton as it is now: a cheap copy (aho-corasick shares its tables), so no lock
+    /// is held while a text is read.
+    fn searcher(&self) -> Searcher {
+        let forms = self.forms.read().unwrap_or_else(PoisonError::into_inner);
+        forms.searcher.clone()
     }
 
     /// `text` with every secret replaced by the marker; borrowed when there was none. Where
     /// forms overlap, the marker covers all of them, so no piece of a secret is left over.
     pub(crate) fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let forms = self.forms();
-        if forms.is_empty() {
-            return Cow::Borrowed(text);
-        }
-        // ASCII lowercasing keeps every byte offset, so a match in the folded text is the
-        // same range of the original, and on character boundaries (UTF-8 self-synchronizes).
-        let folded = if text.bytes().any(|b| b.is_ascii_uppercase()) {
-            Cow::Owned(text.to_ascii_lowercase())
-        } else {
-            Cow::Borrowed(text)
+        let automaton = match self.searcher() {
+            Searcher::Nothing => return Cow::Borrowed(text),
+            Searcher::Unbuildable if text.is_empty() => return Cow::Borrowed(text),
+            Searcher::Unbuildable => return Cow::Owned(REDACTION_MARKER.to_owned()),
+            Searcher::Built { automaton, .. } => automaton,
         };
-        let mut found: Vec<Range<usize>> = Vec::new();
-        for form in forms.iter() {
-            let needle = form.expose().as_bytes();
-            found.extend(find_all(folded.as_bytes(), needle).map(|at| at..at + needle.len()));
-        }
+        // Every match of every form, overlapping ones included, in one pass. A match ignoring
+        // ASCII case has the same byte range in the text, on character boundaries (UTF-8
+        // self-synchronizes and every form is whole characters).
+        let mut found: Vec<Range<usize>> = automaton
+            .find_overlapping_iter(text)
+            .map(|m| m.range())
+            .collect();
         if found.is_empty() {
             return Cow::Borrowed(text);
         }
@@ -188,23 +259,20 @@ impl Scrubber {
     }
 }
 
-/// Below this many bytes a text is searched by its needle's first byte: building memmem's
-/// searcher for every form of every secret cost more than a small answer's whole search (it
-/// was the largest share of the Pack's CPU per small call). Building the searchers once is not
-/// an option: each keeps an unwiped copy of its needle. The bound keeps the simple scan's worst
-/// case (a text of near-matches) small.
-const FIRST_BYTE_SCAN_BELOW: usize = 4096;
-
-/// The start of every occurrence of `needle` (not empty) in `haystack`, overlapping ones
-/// included.
-fn find_all<'a>(haystack: &'a [u8], needle: &'a [u8]) -> Box<dyn Iterator<Item = usize> + 'a> {
-    if haystack.len() >= FIRST_BYTE_SCAN_BELOW {
-        return Box::new(memchr::memmem::find_iter(haystack, needle));
+/// The forms of `secret` long enough to scrub ([`MIN_SCRUBBED_SECRET_CHARS`]), each
+/// ASCII-lowercased in place (no copy left unwiped); none for a secret shorter than that.
+fn forms_to_find(secret: &Secret) -> Vec<Secret> {
+    if secret.expose().chars().count() < MIN_SCRUBBED_SECRET_CHARS {
+        return Vec::new();
     }
-    let first = needle.first().copied().unwrap_or_default();
-    Box::new(
-        memchr::memchr_iter(first, haystack).filter(move |&at| haystack[at..].starts_with(needle)),
-    )
+    forms(secret.expose())
+        .into_iter()
+        .filter(|form| form.chars().count() >= MIN_SCRUBBED_SECRET_CHARS)
+        .map(|mut form| {
+            form.make_ascii_lowercase();
+            Secret::new(form)
+        })
+        .collect()
 }
 
 /// What every percent-encoder leaves as it is: the unreserved characters of RFC 3986.
@@ -273,18 +341,42 @@ mod tests {
     }
 
     #[test]
-    fn both_searches_find_every_form_below_and_at_the_scan_limit() {
-        let scrubber = of(&["s3cr3t-canary"]);
-        for size in [FIRST_BYTE_SCAN_BELOW - 1, FIRST_BYTE_SCAN_BELOW] {
-            // Near-misses first, then the secret across the end, in either case.
-            let tail = "s3cr3t-CANARY";
-            let text = "s3cr3t-canar".repeat(size / 12) + tail;
-            let text = &text[text.len() - size..];
-            assert_eq!(text.len(), size);
-            let scrubbed = scrubber.scrub(text);
-            assert!(scrubbed.ends_with(REDACTION_MARKER), "size {size}");
-            assert!(!scrubbed.to_ascii_lowercase().contains("s3cr3t-canary"));
+    fn one_pass_finds_every_form_of_every_secret_past_near_misses() {
+        let values: Vec<String> = (0..100).map(|i| format!("s3cr3t canary {i:03}")).collect();
+        let scrubber = Scrubber::new(values.iter().map(|v| Secret::new(v.clone())));
+        // Near-misses of every secret, then each secret once: as is, upper-cased,
+        // percent-encoded and form-encoded.
+        let mut text = "s3cr3t canary ".repeat(10_000);
+        for (i, value) in values.iter().enumerate() {
+            let form = match i % 4 {
+                0 => value.clone(),
+                1 => value.to_ascii_uppercase(),
+                2 => value.replace(' ', "%20"),
+                _ => value.replace(' ', "+"),
+            };
+            text.push_str(&format!(" <{form}>"));
         }
+        let scrubbed = scrubber.scrub(&text);
+        assert_eq!(scrubbed.matches("<[redacted]>").count(), 100);
+        assert!(!scrubbed.to_ascii_lowercase().contains("canary 0"));
+    }
+
+    #[test]
+    fn the_last_learned_secrets_are_kept_up_to_the_limit() {
+        let scrubber = Scrubber::new([Secret::new("configured-canary".to_owned())]);
+        let learned = |i: usize| format!("learned-canary-{i:05}");
+        scrubber.learn((0..MAX_LEARNED_SECRETS).map(|i| Secret::new(learned(i))));
+        // At the limit every learned secret is still scrubbed.
+        assert_eq!(scrubber.scrub(&learned(0)), REDACTION_MARKER);
+        // One past it, the oldest is forgotten; the newest and the configured one are not.
+        scrubber.learn([Secret::new(learned(MAX_LEARNED_SECRETS))]);
+        assert_eq!(scrubber.scrub(&learned(0)), learned(0));
+        assert_eq!(scrubber.scrub(&learned(1)), REDACTION_MARKER);
+        assert_eq!(
+            scrubber.scrub(&learned(MAX_LEARNED_SECRETS)),
+            REDACTION_MARKER
+        );
+        assert_eq!(scrubber.scrub("configured-canary"), REDACTION_MARKER);
     }
 
     #[test]

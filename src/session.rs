@@ -12,28 +12,29 @@
 //! Results come back as [`Untrusted`]: this module moves server data, it never reads it for
 //! a model.
 
+mod changes;
 mod era;
 mod exchange;
 mod legacy;
 mod listen;
 mod modern;
+mod outbound;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use reqwest::header::{HeaderName, HeaderValue};
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 
 use self::exchange::Link;
-use runvil_plugin::ProgressSink;
 
+pub(crate) use self::changes::Changes;
 use self::legacy::Legacy;
-pub(crate) use self::listen::Changes;
 use self::modern::{Completion, Modern};
+pub(crate) use self::outbound::Outbound;
 use crate::envelope::{self, Catalog, Shown, ToolSet, Untrusted};
 use crate::jsonrpc::{CallParams, ListParams, RpcError};
 use crate::policy::{
@@ -163,12 +164,14 @@ impl Session {
             };
             // Kept as text: the catalog reads only the fields it needs out of it.
             let page = self
-                .request::<Box<RawValue>, _>("tools/list", params, None, &[], None)
+                .request::<Box<RawValue>, _>(Outbound::new("tools/list", params))
                 .await?;
             if matches!(self.era, Era::Modern(_)) {
                 hints.add_page(page.peek());
             }
-            let next = catalog.add_page(&page).map_err(SessionError::Protocol)?;
+            let next = catalog
+                .add_page(&page)
+                .map_err(|e| SessionError::Protocol(e.to_string()))?;
             let Some(next) = next else {
                 let definitions = catalog.take_definitions();
                 return Ok(Listed {
@@ -189,22 +192,12 @@ impl Session {
         )))
     }
 
-    /// Calls a tool by its exact name. `headers` are the call's own headers at 2026-07-28
-    /// (a tool's `Mcp-Param-*`), already encoded; the session-based revisions have none.
-    /// With `progress`, the request asks the server to report its progress there.
+    /// Calls a tool by its exact name ([`Outbound::tool_call`]).
     pub(crate) async fn call_tool(
         &self,
-        name: &str,
-        arguments: Value,
-        headers: &[(HeaderName, HeaderValue)],
-        progress: Option<&ProgressSink>,
+        call: Outbound<'_, CallParams<'_>>,
     ) -> Result<Untrusted<Value>, SessionError> {
-        let params = CallParams {
-            name,
-            arguments: &arguments,
-        };
-        self.request("tools/call", params, Some(name), headers, progress)
-            .await
+        self.request(call).await
     }
 
     /// Ends the session: DELETE for a session-based server, nothing for a modern one. Once:
@@ -217,20 +210,11 @@ impl Session {
 
     async fn request<T: Completion, P: Serialize>(
         &self,
-        method: &'static str,
-        params: P,
-        name: Option<&str>,
-        headers: &[(HeaderName, HeaderValue)],
-        progress: Option<&ProgressSink>,
+        request: Outbound<'_, P>,
     ) -> Result<Untrusted<T>, SessionError> {
         match &self.era {
-            Era::Modern(modern) => {
-                let named = (method, name);
-                modern
-                    .request(&self.link, named, params, headers, progress)
-                    .await
-            }
-            Era::Legacy(legacy) => legacy.request(&self.link, method, params, progress).await,
+            Era::Modern(modern) => modern.request(&self.link, request).await,
+            Era::Legacy(legacy) => legacy.request(&self.link, request).await,
         }
     }
 }

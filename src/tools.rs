@@ -20,12 +20,12 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::connector::{Board, Ready, Server, Status, server_span};
-use crate::envelope::{self, CheckedTool, Outcome};
+use crate::envelope::{self, CheckedTool, Outcome, Shown};
 use crate::lifecycle::Lifecycle;
 use crate::listing::{self, Summary};
 use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR};
 use crate::secret::Scrubber;
-use crate::session::SessionError;
+use crate::session::{Outbound, SessionError};
 
 use self::arguments::{CallArguments, ListArguments, Schemas};
 
@@ -175,7 +175,7 @@ impl CallContext {
         &self,
         args: CallArguments,
         progress: Option<ProgressSink>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<Shown, ToolError> {
         let (namespace, tool_name) = (args.namespace.as_str(), args.tool_name.as_str());
         let arguments = Value::Object(args.arguments);
         let server = self.server(namespace)?;
@@ -186,19 +186,22 @@ impl CallContext {
         let call = async {
             let arguments = envelope::check_arguments(&tool, arguments)
                 .await
-                .map_err(ToolError::Invalid)?;
+                .map_err(|e| ToolError::Invalid(e.into_string()))?;
             let headers = tool
                 .param_headers
                 .headers(&arguments)
-                .map_err(ToolError::Invalid)?;
+                .map_err(|e| ToolError::Invalid(e.to_string()))?;
+            let call = Outbound::tool_call(&tool.name, &arguments)
+                .with_headers(&headers)
+                .with_progress(progress.as_ref());
             let result = ready
                 .session
-                .call_tool(&tool.name, arguments, &headers, progress.as_ref())
+                .call_tool(call)
                 .await
                 .map_err(|e| session_error(&e, &self.scrubber))?;
             match envelope::convert_result(result, &tool).await {
                 Outcome::Text(text) => Ok(text),
-                Outcome::ToolFailed(text) => Err(ToolError::Backend(text)),
+                Outcome::ToolFailed(text) => Err(ToolError::Backend(text.into_string())),
             }
         };
         tokio::time::timeout(CALL_DEADLINE, call.instrument(server_span(&server.name)))
@@ -211,18 +214,17 @@ impl CallContext {
             })
     }
 
-    /// Everything leaving the Pack passes here: no configured secret gets out, whatever a
-    /// server echoed.
-    fn scrub(&self, outcome: Result<String, ToolError>) -> Result<String, ToolError> {
+    /// Every error leaving the Pack passes here: no configured secret gets out, whatever a
+    /// server echoed into it.
+    fn scrub_error(&self, error: ToolError) -> ToolError {
         let s = &self.scrubber;
-        match outcome {
-            Ok(text) => Ok(s.scrub_owned(text)),
+        match error {
             // Scrubbed before it is cut, so no cut can split a secret past the scrubber. A
             // backend error is a tool's own text, capped as results are.
-            Err(ToolError::Invalid(m)) => Err(ToolError::Invalid(capped(s.scrub_owned(m)))),
-            Err(ToolError::Backend(m)) => Err(ToolError::Backend(s.scrub_owned(m))),
-            Err(ToolError::Transport(m)) => Err(ToolError::Transport(capped(s.scrub_owned(m)))),
-            Err(other) => Err(other),
+            ToolError::Invalid(m) => ToolError::Invalid(capped(s.scrub_owned(m))),
+            ToolError::Backend(m) => ToolError::Backend(s.scrub_owned(m)),
+            ToolError::Transport(m) => ToolError::Transport(capped(s.scrub_owned(m))),
+            other => other,
         }
     }
 }
@@ -241,12 +243,16 @@ impl CallContext {
             .unwrap_or_default();
         let schemas = &self.schemas;
         let outcome = match which {
+            // A listing is JSON around shown texts, with the servers' schemas only cleaned:
+            // it is scrubbed whole.
             GET_DYNAMIC_TOOLS => schemas
                 .list
                 .parse(args, &self.scrubber)
-                .and_then(|args| self.list(args)),
+                .and_then(|args| self.list(args))
+                .map(|text| self.scrubber.scrub_owned(text)),
+            // A result is a `Shown` already: scrubbed once, block by block, before its cut.
             CALL_DYNAMIC_TOOL => match schemas.call.parse(args, &self.scrubber) {
-                Ok(args) => self.call_tool(args, progress).await,
+                Ok(args) => self.call_tool(args, progress).await.map(Shown::into_string),
                 Err(e) => Err(e),
             },
             _ => Err(ToolError::Invalid(format!(
@@ -256,7 +262,7 @@ impl CallContext {
                 self.id
             ))),
         };
-        self.scrub(outcome)
+        outcome.map_err(|e| self.scrub_error(e))
     }
 }
 

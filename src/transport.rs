@@ -7,11 +7,12 @@
 //! header reaches only the configured server and a response's size is its size on the wire.
 //! Nothing here prints the URL: reqwest's errors are stripped of it before they are shown.
 //!
-//! Every body and SSE event a server sends is scrubbed of every configured secret here, as it is
-//! read, before anything parses, lowercases, escapes, cuts or logs it: a secret changed by any
-//! of those would no longer be found. What a server or another crate says in an error (a
-//! content type, a connection's causes) stays [`Untrusted`] in the [`TransportError`] until
-//! [`TransportError::render`] shows it.
+//! Bodies and events are handed on as the server sent them, each read once: what of them
+//! leaves the Pack is scrubbed where it becomes text to show (the envelope's `Shown`, a
+//! listing as a whole, a tool's name checked as it is accepted), after parsing has decoded
+//! every escape that could hide a secret's form. What a server or another crate says in an
+//! error (a content type, a connection's causes) stays [`Untrusted`] in the
+//! [`TransportError`] until [`TransportError::render`] shows it.
 //!
 //! Requests reuse pooled keep-alive connections, unless a server stalls on them: `route`
 //! learns that per server, and says why.
@@ -80,9 +81,6 @@ struct Endpoint {
     url: SecretUrl,
     headers: HeaderMap,
     route: Route,
-    /// The Pack's scrubber (every server's secrets, and what authorizations taught it),
-    /// scrubbed from everything this server sends.
-    scrubber: Arc<Scrubber>,
     /// Its OAuth tokens, when it asks for them and nothing configured authorizes instead.
     auth: Option<Arc<Authorization>>,
 }
@@ -133,16 +131,11 @@ pub(crate) enum Reply {
 }
 
 impl Transport {
-    /// The way to the server `spec` configures, scrubbing with `scrubber` and authorizing
-    /// with `auth`, both kept by the caller across start attempts. OAuth is left out when the
+    /// The way to the server `spec` configures, authorizing with `auth`, kept by the caller
+    /// across start attempts. OAuth is left out when the
     /// entry authorizes by itself: a configured `Authorization` header, or userinfo in the
     /// URL (which reqwest sends as one).
-    pub(crate) fn new(
-        clients: Clients,
-        spec: &ServerSpec,
-        scrubber: Arc<Scrubber>,
-        auth: Arc<Authorization>,
-    ) -> Self {
+    pub(crate) fn new(clients: Clients, spec: &ServerSpec, auth: Arc<Authorization>) -> Self {
         let url = spec.url.clone();
         let headers: HeaderMap = spec.headers.iter().cloned().collect();
         let configured = headers.contains_key(header::AUTHORIZATION)
@@ -154,7 +147,6 @@ impl Transport {
                 url,
                 headers,
                 route: Route::default(),
-                scrubber,
                 auth: (!configured).then_some(auth),
             }),
         }
@@ -214,7 +206,6 @@ impl Transport {
             .post(self.endpoint.url.expose().clone())
             .headers(headers)
             .body(body);
-        let scrubber = &self.endpoint.scrubber;
         let in_session = outgoing.session.session_id.is_some();
         let (response, sent) = self.authorized(request, in_session).await?;
         let status = response.status().as_u16();
@@ -226,7 +217,7 @@ impl Transport {
             return Ok(Posted {
                 status,
                 session_id: None,
-                reply: Reply::Json(scrubbed_body(body, scrubber)),
+                reply: Reply::Json(body),
             });
         }
         let response = checked(response).await?;
@@ -234,7 +225,7 @@ impl Transport {
         let reply = match content_type(&response) {
             Some(kind) if kind.eq_ignore_ascii_case(JSON_TYPE) => {
                 let body = read_capped(response).await?;
-                Reply::Json(scrubbed_body(body, scrubber))
+                Reply::Json(body)
             }
             Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
                 let timing = Timing {
@@ -243,8 +234,7 @@ impl Transport {
                     sent,
                     headers: Instant::now(),
                 };
-                let scrubber = Arc::clone(scrubber);
-                Reply::Stream(Box::new(EventStream::new(response, scrubber, Some(timing))))
+                Reply::Stream(Box::new(EventStream::new(response, Some(timing))))
             }
             _ if response.status() == StatusCode::ACCEPTED => Reply::Empty,
             other => {
@@ -363,11 +353,10 @@ impl Transport {
             .pooled()
             .get(self.endpoint.url.expose().clone())
             .headers(headers);
-        let scrubber = &self.endpoint.scrubber;
         let response = checked(answered(request.send().await)?).await?;
         match content_type(&response) {
             Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
-                Ok(EventStream::new(response, Arc::clone(scrubber), None))
+                Ok(EventStream::new(response, None))
             }
             other => Err(TransportError::ContentType(Untrusted::new(
                 other.unwrap_or_else(|| "none".to_owned()),
@@ -476,15 +465,6 @@ fn content_type(response: &Response) -> Option<String> {
     )
 }
 
-/// A JSON body with every secret scrubbed. One that is not UTF-8 is not JSON either:
-/// it goes on unchanged to the parser, which refuses it without quoting it.
-fn scrubbed_body(body: Vec<u8>, scrubber: &Scrubber) -> Vec<u8> {
-    match String::from_utf8(body) {
-        Ok(text) => scrubber.scrub_owned(text).into_bytes(),
-        Err(not_text) => not_text.into_bytes(),
-    }
-}
-
 fn session_id_of(response: &Response) -> Result<Option<HeaderValue>, TransportError> {
     let Some(id) = response.headers().get(MCP_SESSION_ID) else {
         return Ok(None);
@@ -518,7 +498,6 @@ fn body_error(e: reqwest::Error) -> TransportError {
 /// An SSE answer, read event by event, each event capped.
 pub(crate) struct EventStream {
     response: Response,
-    scrubber: Arc<Scrubber>,
     parser: SseParser,
     ready: std::collections::VecDeque<Event>,
     scratch: Vec<Event>,
@@ -527,10 +506,9 @@ pub(crate) struct EventStream {
 }
 
 impl EventStream {
-    fn new(response: Response, scrubber: Arc<Scrubber>, timing: Option<Timing>) -> Self {
+    fn new(response: Response, timing: Option<Timing>) -> Self {
         Self {
             response,
-            scrubber,
             parser: SseParser::new(MAX_SSE_EVENT_BYTES),
             ready: Default::default(),
             scratch: Vec::new(),
@@ -550,7 +528,7 @@ impl EventStream {
                         now - timing.sent,
                     );
                 }
-                return Ok(Some(self.scrubber.scrub_owned(event.data)));
+                return Ok(Some(event.data));
             }
             let chunk = self.response.chunk().await;
             let Some(chunk) = chunk.map_err(body_error)? else {

@@ -1,10 +1,14 @@
-//! The four clients a benchmark compares, each making the same `echo` call:
+//! The clients a benchmark compares, each making the same `echo` call:
 //!
 //! - **raw**: a keep-alive reqwest client POSTing a hand-built `tools/call` and parsing the
 //!   whole answer into a `serde_json::Value`; the physical limit of a client on this stack;
 //! - **raw-nopool**: the same with `pool_max_idle_per_host(0)`, a new connection per call;
-//! - **pack**: `mcp/call_dynamic_tool` through the `runvil-plugin` contract, as a Host calls it;
-//! - **rmcp**: rmcp's own client (`StreamableHttpClientTransport::from_uri`), default settings.
+//! - **pack**: `mcp/call_dynamic_tool` through the `runvil-plugin` contract, as a Host calls
+//!   it, the server configured with one secret header;
+//! - **pack-100**: the same call on a Pack of 100 servers each configured with a secret
+//!   header, the measured one among them: every result is scrubbed of all their forms;
+//! - **rmcp**: rmcp's own client (`StreamableHttpClientTransport::from_uri`), default settings;
+//! - **ts-sdk**: the TypeScript SDK's client in Node ([`crate::ts_sdk`]), default settings.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +22,10 @@ use rmcp::{RoleClient, ServiceExt};
 use runvil_plugin::Pack;
 use serde_json::{Value, json};
 
+use crate::What;
+use crate::server::Mode;
+use crate::ts_sdk::TsSdk;
+
 /// The namespace the Pack knows each benchmark server by.
 pub(crate) const NAMESPACE: &str = "bench";
 /// How long a freshly built Pack may take to reach `ready`.
@@ -27,26 +35,54 @@ const LEGACY_VERSION: &str = "2025-11-25";
 /// The one they speak to a server that serves 2026-07-28.
 const MODERN_VERSION: &str = "2026-07-28";
 
+/// The secret header every configured server of the Pack holds.
+const SECRET_HEADER: &str = "X-Bench-Token";
+/// Servers of the many-secrets Pack.
+const SECRETS_FLEET: usize = 100;
+
 /// Which client, in the order a round measures them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Kind {
     Raw,
     RawNoPool,
     Pack,
+    Pack100,
     Rmcp,
+    TsSdk,
 }
 
 impl Kind {
-    /// Every client, in round order (A B C D).
-    pub(crate) const ALL: [Kind; 4] = [Kind::Raw, Kind::RawNoPool, Kind::Pack, Kind::Rmcp];
+    /// Every client, in round order (A B C D ...).
+    pub(crate) const ALL: [Kind; 6] = [
+        Kind::Raw,
+        Kind::RawNoPool,
+        Kind::Pack,
+        Kind::Pack100,
+        Kind::Rmcp,
+        Kind::TsSdk,
+    ];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Raw => "raw",
             Kind::RawNoPool => "raw-nopool",
             Kind::Pack => "pack",
+            Kind::Pack100 => "pack-100",
             Kind::Rmcp => "rmcp",
+            Kind::TsSdk => "ts-sdk",
         }
+    }
+
+    /// Whether this client is measured on `mode`'s server at all: the two newer ones only on
+    /// the nodelay server, where the goals that need them are.
+    pub(crate) fn serves(self, mode: Mode) -> bool {
+        !matches!(self, Kind::Pack100 | Kind::TsSdk) || mode == Mode::NoDelay
+    }
+
+    /// Whether this client takes part in `what`: the many-secrets Pack in latency only, the
+    /// cost of scrubbing being per result.
+    pub(crate) fn measures(self, what: What) -> bool {
+        self != Kind::Pack100 || matches!(what, What::Latency(_))
     }
 }
 
@@ -101,6 +137,8 @@ pub(crate) enum Client {
         // Kept so the service (and its worker) lives as long as the client.
         _service: RunningService<RoleClient, ()>,
     },
+    /// Measures itself: [`crate::measure`] hands it whole runs, not calls.
+    TsSdk(TsSdk),
 }
 
 impl Client {
@@ -118,7 +156,9 @@ impl Client {
         match kind {
             Kind::Raw => Ok(Client::Raw(Raw::connect(url, true, modern).await?)),
             Kind::RawNoPool => Ok(Client::Raw(Raw::connect(url, false, modern).await?)),
-            Kind::Pack => Ok(Client::Pack(ready_pack(url).await?)),
+            Kind::Pack => Ok(Client::Pack(ready_pack(url, 1).await?)),
+            Kind::Pack100 => Ok(Client::Pack(ready_pack(url, SECRETS_FLEET).await?)),
+            Kind::TsSdk => Ok(Client::TsSdk(TsSdk::connect(url).await?)),
             Kind::Rmcp => {
                 let transport = StreamableHttpClientTransport::from_uri(url);
                 let service = ()
@@ -158,6 +198,7 @@ impl Client {
                     .map(|text| text.text.len())
                     .ok_or("rmcp's answer has no text")?
             }
+            Client::TsSdk(_) => return Err("the Node client is measured by runs".to_owned()),
         };
         // The Pack wraps the text in its envelope, so its answer is a little longer.
         if len < payload.answer_len {
@@ -170,10 +211,24 @@ impl Client {
     }
 }
 
-/// Builds the Pack with one server, `bench`, at `url`, and waits until it is ready.
-pub(crate) async fn ready_pack(url: &str) -> Result<Arc<dyn Pack>, String> {
-    let servers = json!({ NAMESPACE: { "url": url } });
-    let pack = shared_mcp_fixture::try_pack(servers).map_err(|error| error.to_string())?;
+/// Builds the Pack with `servers` servers at `url`, each with its own secret header, and
+/// waits until they are ready; `bench` is the one the benchmark calls.
+pub(crate) async fn ready_pack(url: &str, servers: usize) -> Result<Arc<dyn Pack>, String> {
+    let entry = |token: String| json!({ "url": url, "headers": { SECRET_HEADER: token } });
+    let mut config = serde_json::Map::new();
+    config.insert(
+        NAMESPACE.to_owned(),
+        entry("bench-token-000-a1b2c3d4e5".to_owned()),
+    );
+    for index in 1..servers {
+        let token = format!("bench-token-{index:03}-a1b2c3d4e5");
+        config.insert(format!("s{index:03}"), entry(token));
+    }
+    let pack =
+        shared_mcp_fixture::try_pack(Value::Object(config)).map_err(|error| error.to_string())?;
+    for index in 1..servers {
+        shared_mcp_fixture::ready(&pack, &format!("s{index:03}"), READY_WITHIN).await?;
+    }
     shared_mcp_fixture::ready(&pack, NAMESPACE, READY_WITHIN).await?;
     Ok(pack)
 }

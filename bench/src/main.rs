@@ -16,9 +16,11 @@
 
 mod clients;
 mod measure;
+mod relist;
 mod report;
 mod serve;
 mod server;
+mod ts_sdk;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -52,7 +54,7 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// What one step measures.
 #[derive(Debug, Clone, Copy)]
-enum What {
+pub(crate) enum What {
     /// This many timed calls at concurrency 1.
     Latency(usize),
     /// Calls per second with this many tasks, for [`WINDOW`].
@@ -94,7 +96,9 @@ fn plan() -> Vec<(Mode, Vec<(Payload, What)>)> {
 }
 
 /// The sections of a run, for `--only` (the default runs them all, in this order).
-const SECTIONS: [&str; 6] = ["startup", "listing", "default", "nodelay", "json", "modern"];
+const SECTIONS: [&str; 7] = [
+    "startup", "listing", "relist", "default", "nodelay", "json", "modern",
+];
 
 /// `bench [--only SECTION,...]`, where a section is one of [`SECTIONS`] (`--only` is for
 /// profiling one part; the table of a partial run is partial); `bench serve ...` is the
@@ -195,6 +199,9 @@ async fn run(bin: std::path::PathBuf, only: Vec<String>) -> Result<Results, Stri
     if wanted("listing") {
         listing(&bin, &mut results).await?;
     }
+    if wanted("relist") {
+        relist::relist(&bin, &mut results).await?;
+    }
     for (mode, steps) in plan() {
         if wanted(mode.section()) {
             wire(&bin, mode, &steps, &mut results).await?;
@@ -279,8 +286,21 @@ async fn wire(
     results: &mut Results,
 ) -> Result<(), String> {
     let server = Server::start(bin, mode, 1, 1)?;
-    let mut clients = Vec::with_capacity(Kind::ALL.len());
-    for kind in Kind::ALL {
+    // `BENCH_CLIENTS=pack,raw` measures those clients only (for profiling one of them).
+    let chosen = std::env::var("BENCH_CLIENTS").ok();
+    let chosen = |kind: &Kind| {
+        chosen
+            .as_deref()
+            .is_none_or(|list| list.split(',').any(|name| name == kind.name()))
+    };
+    let kinds: Vec<Kind> = (Kind::ALL.into_iter())
+        .filter(|kind| kind.serves(mode) && chosen(kind))
+        .collect();
+    if kinds.contains(&Kind::TsSdk) {
+        ts_sdk::install().await?;
+    }
+    let mut clients = Vec::with_capacity(kinds.len());
+    for kind in kinds {
         let client = Client::connect(kind, server.url(), mode.modern())
             .await
             .map_err(|error| format!("{} on {}: {error}", kind.name(), mode.name()))?;
@@ -288,7 +308,7 @@ async fn wire(
     }
     for (payload, what) in steps {
         for round in 1..=ROUNDS {
-            for (kind, client) in &clients {
+            for (kind, client) in clients.iter().filter(|(kind, _)| kind.measures(*what)) {
                 let started = Instant::now();
                 let context = |error: String| {
                     format!(
@@ -301,16 +321,20 @@ async fn wire(
                 let key = |figure| RowKey::new(mode, payload, figure);
                 match *what {
                     What::Latency(calls) => {
-                        let latency = measure::latency(client, payload, calls)
-                            .await
-                            .map_err(context)?;
+                        let latency = match &**client {
+                            Client::TsSdk(node) => node.latency(payload, calls).await,
+                            client => measure::latency(client, payload, calls).await,
+                        }
+                        .map_err(context)?;
                         results.add(key(Figure::P50), *kind, micros(latency.p50));
                         results.add(key(Figure::P99), *kind, micros(latency.p99));
                     }
                     What::Throughput(tasks) => {
-                        let throughput = measure::throughput(client, payload, tasks, WINDOW)
-                            .await
-                            .map_err(context)?;
+                        let throughput = match &**client {
+                            Client::TsSdk(node) => node.throughput(payload, tasks, WINDOW).await,
+                            _ => measure::throughput(client, payload, tasks, WINDOW).await,
+                        }
+                        .map_err(context)?;
                         let cpu = micros(throughput.cpu_per_call);
                         results.add(key(Figure::CpuPerCall(tasks)), *kind, cpu);
                         let key = key(Figure::Throughput(tasks));

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::clients::{Kind, Payload};
+use crate::relist::Listed;
 use crate::server::Mode;
 
 /// What a row of the wire table measures.
@@ -74,6 +75,10 @@ pub(crate) struct Results {
     pub(crate) rss_kib: Option<(u64, u64)>,
     /// The number of servers the memory figure is for.
     pub(crate) rss_servers: usize,
+    /// A 10,000-tool server's first listing, one per round.
+    pub(crate) relist_first: Vec<Listed>,
+    /// Its re-listing after a change notice, one per round.
+    pub(crate) relist_again: Vec<Listed>,
 }
 
 impl Results {
@@ -102,7 +107,12 @@ impl Results {
 
     /// pack / `other` for one row, on the round means.
     fn ratio(&self, key: &RowKey, other: Kind) -> Option<f64> {
-        Some(self.mean(key, Kind::Pack)? / self.mean(key, other)?)
+        self.ratio_of(key, Kind::Pack, other)
+    }
+
+    /// `kind` / `other` for one row, on the round means.
+    fn ratio_of(&self, key: &RowKey, kind: Kind, other: Kind) -> Option<f64> {
+        Some(self.mean(key, kind)? / self.mean(key, other)?)
     }
 
     fn idle_kib_per_server(&self) -> Option<f64> {
@@ -124,10 +134,13 @@ impl Results {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "| server | payload | figure | raw | raw-nopool | pack | rmcp | pack/raw | \
-             pack/raw-nopool | pack/rmcp |"
+            "| server | payload | figure | raw | raw-nopool | pack | pack-100 | rmcp | ts-sdk | \
+             pack/raw | pack/raw-nopool | pack/rmcp | pack/ts-sdk | pack-100/pack |"
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            out,
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        );
         for (key, cells) in &self.wire {
             let mut row = format!(
                 "| {} | {} | {} |",
@@ -147,14 +160,16 @@ impl Results {
                 }
                 let _ = write!(row, " {cell} |");
             }
-            for other in [Kind::Raw, Kind::RawNoPool, Kind::Rmcp] {
+            for other in [Kind::Raw, Kind::RawNoPool, Kind::Rmcp, Kind::TsSdk] {
                 let ratio = self.ratio(key, other).map_or("–".to_owned(), two);
                 let _ = write!(row, " {ratio} |");
             }
+            let secrets = self.ratio_of(key, Kind::Pack100, Kind::Pack);
+            let _ = write!(row, " {} |", secrets.map_or("–".to_owned(), two));
             let _ = writeln!(out, "{row}");
         }
         let pack_only = |label: &str, value: String| {
-            format!("| Pack startup | | {label} | – | – | {value} | – | | | |\n")
+            format!("| Pack startup | | {label} | – | – | {value} | – | – | – | | | | | |\n")
         };
         let rounds = |values: &[f64]| {
             values
@@ -166,7 +181,9 @@ impl Results {
         // Time to ready has a raw baseline; pack/raw is of the medians.
         let with_raw = |label: &str, raw: String, pack: String, ratio: Option<f64>| {
             let ratio = ratio.map_or("–".to_owned(), two);
-            format!("| Pack startup | | {label} | {raw} | – | {pack} | – | {ratio} | | |\n")
+            format!(
+                "| Pack startup | | {label} | {raw} | – | {pack} | – | – | – | {ratio} | | | | |\n"
+            )
         };
         out.push_str(&with_raw(
             "ready, 1 server, ms (rounds)",
@@ -209,6 +226,23 @@ impl Results {
                 format!("{before} → {after} KiB = {per_server:.1} KiB/server"),
             ));
         }
+        for (label, listings) in [
+            ("10,000 tools, first listing", &self.relist_first),
+            (
+                "10,000 tools, re-listed after a change notice",
+                &self.relist_again,
+            ),
+        ] {
+            if listings.is_empty() {
+                continue;
+            }
+            let ms: Vec<f64> = listings.iter().map(|l| l.ms).collect();
+            let peaks: Vec<String> = listings.iter().map(|l| l.peak_kib.to_string()).collect();
+            out.push_str(&pack_only(
+                &format!("{label}: ms ; peak KiB above resident (rounds)"),
+                format!("{} ; {}", rounds(&ms), peaks.join(" ; ")),
+            ));
+        }
         out
     }
 
@@ -220,7 +254,8 @@ impl Results {
         };
         let nodelay_small = |figure, other| pack_vs(Mode::NoDelay, small, figure, other);
         let modern_small = |figure| pack_vs(Mode::Modern, small, figure, Kind::Raw);
-        let pairs: [(&str, Option<f64>); 15] = [
+        let large_key = |figure| RowKey::new(Mode::NoDelay, large, figure);
+        let pairs: [(&str, Option<f64>); 20] = [
             (
                 "nagle_c1_p50_vs_nopool",
                 pack_vs(Mode::Default, small, Figure::P50, Kind::RawNoPool),
@@ -248,6 +283,26 @@ impl Results {
             (
                 "large_c1_p50_vs_raw",
                 pack_vs(Mode::NoDelay, large, Figure::P50, Kind::Raw),
+            ),
+            (
+                "large_c1_p50_vs_raw_100_secrets",
+                self.ratio_of(&large_key(Figure::P50), Kind::Pack100, Kind::Raw),
+            ),
+            (
+                "secrets_100_vs_1",
+                self.ratio_of(&large_key(Figure::P50), Kind::Pack100, Kind::Pack),
+            ),
+            (
+                "large_cpu_per_call_vs_raw",
+                pack_vs(Mode::NoDelay, large, Figure::CpuPerCall(16), Kind::Raw),
+            ),
+            (
+                "nodelay_c1_p50_vs_ts_sdk",
+                nodelay_small(Figure::P50, Kind::TsSdk),
+            ),
+            (
+                "nodelay_c16_tput_vs_ts_sdk",
+                nodelay_small(Figure::Throughput(16), Kind::TsSdk),
             ),
             ("stateless_c1_p50_vs_raw", modern_small(Figure::P50)),
             ("cpu_per_call_vs_raw", modern_small(Figure::CpuPerCall(16))),

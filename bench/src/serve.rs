@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! bench serve [--nodelay] [--json] [--modern] [--tools N] [--listeners N]
+//! bench serve --changing [--tools N]
 //! ```
 //!
 //! - no flag: rmcp's defaults, as `axum::serve` leaves them: Nagle on, sessions, SSE answers,
@@ -14,7 +15,10 @@
 //! - `--modern`: 2026-07-28 served as well, which rmcp serves without a session;
 //! - `--tools N`: `echo` and N - 1 more tools (`tool_001`, ...), for listing benchmarks;
 //! - `--listeners N`: N independent servers (one port and one session manager each) in this
-//!   one process, standing for N remote servers.
+//!   one process, standing for N remote servers;
+//! - `--changing`: instead, the fixture's changing server (2025-11-25, `tools.listChanged`)
+//!   with N tools, which lists one tool fewer, or all N again, each time a [`CHANGE`] line
+//!   arrives on stdin, and tells of it on the session's standalone stream.
 //!
 //! It prints its ports on one line of stdout, separated by spaces, and exits when its stdin
 //! closes (so it never outlives the benchmark) or when it is killed.
@@ -25,7 +29,13 @@
 use std::io::Read;
 use std::process::ExitCode;
 
+use serde_json::Value;
+use shared_mcp_fixture::changing::{Changing, Era, tool};
+use shared_mcp_fixture::hostile::Hostile;
 use shared_mcp_fixture::{Answers, Fixture, Revisions, ToolSet};
+
+/// The line on stdin that makes the changing server change.
+pub(crate) const CHANGE: &[u8] = b"change\n";
 
 /// What the command line asked for.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +45,7 @@ struct Options {
     modern: bool,
     tools: usize,
     listeners: usize,
+    changing: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -44,6 +55,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         modern: false,
         tools: 1,
         listeners: 1,
+        changing: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -57,6 +69,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--nodelay" => options.nodelay = true,
             "--json" => options.json = true,
             "--modern" => options.modern = true,
+            "--changing" => options.changing = true,
             "--tools" => options.tools = count("--tools")?,
             "--listeners" => options.listeners = count("--listeners")?,
             other => return Err(format!("unknown argument {other}")),
@@ -75,7 +88,8 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
         Err(error) => {
             eprintln!("bench serve: {error}");
             eprintln!(
-                "usage: bench serve [--nodelay] [--json] [--modern] [--tools N] [--listeners N]"
+                "usage: bench serve [--nodelay] [--json] [--modern] [--tools N] [--listeners N] \
+                 | bench serve --changing [--tools N]"
             );
             return ExitCode::from(2);
         }
@@ -87,7 +101,11 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(options)) {
+    let served = match options.changing {
+        true => runtime.block_on(serve_changing(options.tools)),
+        false => runtime.block_on(serve(options)),
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("bench serve: {error}");
@@ -131,6 +149,33 @@ async fn serve(options: Options) -> Result<(), String> {
     });
     let _ = closed_rx.await;
     drop(servers);
+    Ok(())
+}
+
+/// The changing server: `tools` tools, then one fewer, then `tools` again, at each [`CHANGE`].
+async fn serve_changing(tools: usize) -> Result<(), String> {
+    let catalog = |count: usize| -> Value {
+        let tools = (0..count).map(|i| tool(&format!("tool_{i:05}"), "A generated tool."));
+        Value::Array(tools.collect())
+    };
+    let changing = Changing::new(catalog(tools));
+    let server = Hostile::start(changing.handler(Era::Legacy)).await;
+    println!("{}", server.port);
+    let (lines_tx, mut lines_rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            if line.is_err() || lines_tx.send(()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut fewer = false;
+    while lines_rx.recv().await.is_some() {
+        fewer = !fewer;
+        changing.set(catalog(tools - usize::from(fewer)));
+        changing.tell();
+    }
+    drop(server);
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! The server process (this binary as `bench serve`): started with its mode, read for its
 //! ports, killed when dropped.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
@@ -68,11 +68,37 @@ impl Server {
         tools: usize,
         listeners: usize,
     ) -> Result<Server, String> {
+        let mut args: Vec<String> = mode.args().iter().map(|a| (*a).to_owned()).collect();
+        args.extend(["--tools".to_owned(), tools.to_string()]);
+        args.extend(["--listeners".to_owned(), listeners.to_string()]);
+        Self::spawn(bin, &args, listeners)
+    }
+
+    /// Starts the server whose catalog of `tools` tools changes,
+    /// one tool fewer or all of them again, each time it is told to
+    /// ([`Server::change`]), and which then tells the Pack.
+    pub(crate) fn start_changing(bin: &Path, tools: usize) -> Result<Server, String> {
+        let args = [
+            "--changing".to_owned(),
+            "--tools".to_owned(),
+            tools.to_string(),
+        ];
+        Self::spawn(bin, &args, 1)
+    }
+
+    /// Has the changing server change its tools and tell of it.
+    pub(crate) fn change(&mut self) -> Result<(), String> {
+        let stdin = self.child.stdin.as_mut().ok_or("the server has no stdin")?;
+        stdin
+            .write_all(crate::serve::CHANGE)
+            .and_then(|()| stdin.flush())
+            .map_err(|error| format!("cannot tell the server to change: {error}"))
+    }
+
+    fn spawn(bin: &Path, args: &[String], listeners: usize) -> Result<Server, String> {
         let mut child = Command::new(bin)
             .arg(crate::serve::SUBCOMMAND)
-            .args(mode.args())
-            .args(["--tools", &tools.to_string()])
-            .args(["--listeners", &listeners.to_string()])
+            .args(args)
             // Our end of stdin stays open for as long as the child lives: closing it (or
             // this process dying) ends the server.
             .stdin(Stdio::piped())

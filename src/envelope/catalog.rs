@@ -20,6 +20,19 @@ use crate::policy::{MAX_REJECTED_KEPT, MAX_TOOLS_LIST_BYTES, MAX_TOOLS_PER_SERVE
 use crate::secret::Scrubber;
 use crate::wire::{Loose, Object};
 
+/// A listing whose pages together passed [`MAX_TOOLS_LIST_BYTES`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct TooManyBytes;
+
+impl fmt::Display for TooManyBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tools/list sent more than {MAX_TOOLS_LIST_BYTES} bytes of tools across its pages"
+        )
+    }
+}
+
 /// The tools of one server so far, page after page.
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
@@ -60,13 +73,11 @@ impl Catalog {
     pub(crate) fn add_page(
         &mut self,
         page: &Untrusted<Box<RawValue>>,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, TooManyBytes> {
         let page = page.0.get();
         self.bytes = self.bytes.saturating_add(page.len());
         if self.bytes > MAX_TOOLS_LIST_BYTES {
-            return Err(format!(
-                "tools/list sent more than {MAX_TOOLS_LIST_BYTES} bytes of tools across its pages"
-            ));
+            return Err(TooManyBytes);
         }
         // Only a page that is not an object (or gives a field twice) fails: every field read
         // accepts any JSON.

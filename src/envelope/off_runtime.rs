@@ -1,10 +1,13 @@
 //! The checks of a call, run where they cannot stall the runtime.
 //!
 //! Checking arguments or a result against a server's schema is CPU work bounded by
-//! [`MAX_VALIDATION_WORK`](crate::policy::MAX_VALIDATION_WORK), and converting a result
-//! cleans up to [`MAX_RESPONSE_BYTES`](crate::policy::MAX_RESPONSE_BYTES) of text. On a
-//! runtime worker either would hold up every other call of the Host, so a large check runs on
-//! the blocking pool while the call awaits it, inside the call's deadline. A call dropped (or
+//! [`MAX_VALIDATION_WORK`](crate::policy::MAX_VALIDATION_WORK), far more per byte than
+//! reading the JSON was. On a runtime worker it would hold up every other call of the Host, so
+//! a large check runs on the blocking pool while the call awaits it, inside the call's
+//! deadline. Converting a result's text (scrubbing, cleaning, cutting) is linear, one pass
+//! each, like the parsing that read the answer on the worker: it stays there unless the
+//! result also has `structuredContent` to check. Handing a megabyte of text to the pool cost
+//! more than converting it (two thread wake-ups, and the memory freed on another thread). A call dropped (or
 //! past its deadline) before its check starts never starts it; one already running ends
 //! within its bounded work and its outcome is thrown away.
 //!
@@ -16,14 +19,14 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{CheckedTool, Outcome, Untrusted, convert_now, log_safe};
-use crate::policy::MAX_INLINE_CHECK_WORK;
+use super::{CheckedTool, Outcome, Shown, Untrusted, convert_now, log_safe, show_owned};
+use crate::policy::{MAX_ERROR_CHARS, MAX_INLINE_CHECK_WORK};
 
 /// Checks a model's arguments against `tool`'s input schema, and gives them back to be sent.
 pub(crate) async fn check_arguments(
     tool: &Arc<CheckedTool>,
     arguments: Value,
-) -> Result<Value, String> {
+) -> Result<Value, Shown> {
     let small = tool.input_validator.get().is_some() && is_small(&arguments, tool.input_expansion);
     let checked = Arc::clone(tool);
     let outcome = run(tool, small, move || {
@@ -39,24 +42,28 @@ pub(crate) async fn check_arguments(
         }
     });
     outcome.await.unwrap_or_else(|| {
-        Err(format!(
+        let text = format!(
             "the arguments could not be checked against the input schema of {}; nothing was sent",
             tool.name
-        ))
+        );
+        Err(show_owned(&tool.scrubber, text, MAX_ERROR_CHARS))
     })
 }
 
 /// Converts a `tools/call` result of `tool` for a model, its `structuredContent` checked.
 pub(crate) async fn convert_result(result: Untrusted<Value>, tool: &Arc<CheckedTool>) -> Outcome {
-    let compiled = tool.output_schema.is_none() || tool.output_validator.get().is_some();
-    let small = compiled && is_small(result.peek(), tool.output_expansion);
+    let small = match (&tool.output_schema, result.peek().get("structuredContent")) {
+        (Some(_), Some(structured)) => {
+            tool.output_validator.get().is_some() && is_small(structured, tool.output_expansion)
+        }
+        _ => true,
+    };
     let checked = Arc::clone(tool);
     let outcome = run(tool, small, move || convert_now(result, &checked));
     outcome.await.unwrap_or_else(|| {
-        Outcome::ToolFailed(
-            "the result could not be checked against the tool's outputSchema; it is not shown"
-                .to_owned(),
-        )
+        Outcome::ToolFailed(Shown::ours(
+            "the result could not be checked against the tool's outputSchema; it is not shown",
+        ))
     })
 }
 

@@ -133,7 +133,7 @@ fn tool(output_schema: bool) -> Arc<CheckedTool> {
 
 fn text_of(outcome: Outcome) -> String {
     match outcome {
-        Outcome::Text(text) | Outcome::ToolFailed(text) => text,
+        Outcome::Text(text) | Outcome::ToolFailed(text) => text.into_string(),
     }
 }
 

@@ -13,9 +13,9 @@ use crate::secret::Scrubber;
 /// What a `tools/call` result becomes for a model.
 pub(crate) enum Outcome {
     /// The tool's text.
-    Text(String),
+    Text(Shown),
     /// The tool reported an error (`isError`), or its result broke its own schema.
-    ToolFailed(String),
+    ToolFailed(Shown),
 }
 
 /// Converts a `tools/call` result: each content block one piece, in order, joined by a blank
@@ -38,7 +38,7 @@ pub(crate) fn convert_now(result: Untrusted<Value>, tool: &CheckedTool) -> Outco
     if let (true, Some(structured)) = (pieces.is_empty(), structured) {
         pieces.push(structured.to_string());
     }
-    let text = show_joined(&tool.scrubber, pieces, "\n\n", MAX_RESULT_CHARS).into_string();
+    let text = show_joined(&tool.scrubber, pieces, "\n\n", MAX_RESULT_CHARS);
     if is_error {
         Outcome::ToolFailed(text)
     } else {

@@ -4,16 +4,18 @@
 //!
 //! Such text is safe to show only after three things were done to it, in this order: every
 //! secret scrubbed, in every form it takes; then cleaned of what a reader cannot see (or, for a
-//! log line or a name, escaped); then cut to its length. Cutting first can leave all but the
+//! log line or a name, escaped), and scrubbed again if cleaning changed it, since removing an
+//! invisible character can join the pieces of a secret; then cut to its length. Cutting first can leave all but the
 //! last characters of a secret past the cut, where the scrubber no longer recognises it;
 //! cleaning or escaping first can change a secret's form so that it is not found. [`Shown`] is
 //! made by the functions of this file alone, each of which does the three in that order, so no
 //! other order can be written: a reason or log field is a `Shown`, or the Pack's own constant.
 
 use std::fmt;
+use std::ops::Deref;
 
 use super::Untrusted;
-use super::text::{clean_owned, truncate};
+use super::text::{clean_text, plain_len, truncate};
 use crate::secret::Scrubber;
 
 /// Text that was scrubbed, then cleaned or escaped, then cut (see the module's documentation).
@@ -23,16 +25,28 @@ pub(crate) struct Shown(String);
 /// `text` with every secret `scrubber` knows replaced, cleaned (the control and invisible
 /// characters removed) and cut to `max` characters.
 pub(crate) fn show(scrubber: &Scrubber, text: &str, max: usize) -> Shown {
-    Shown(truncate(
-        clean_owned(scrubber.scrub(text).into_owned()),
-        max,
-    ))
+    show_owned(scrubber, text.to_owned(), max)
 }
 
 /// [`show`] of an owned text, which is not copied when no step changes it: results can be
 /// megabytes.
 pub(crate) fn show_owned(scrubber: &Scrubber, text: String, max: usize) -> Shown {
-    Shown(truncate(clean_owned(scrubber.scrub_owned(text)), max))
+    Shown(truncate(scrub_and_clean(scrubber, text), max))
+}
+
+/// `text` scrubbed, then cleaned. A text that cleaning changed is scrubbed once more:
+/// removing an invisible character can join the pieces of a secret it split. Plain text (a
+/// megabyte of ASCII, say) is read once by each step and never copied.
+fn scrub_and_clean(scrubber: &Scrubber, text: String) -> String {
+    let scrubbed = scrubber.scrub_owned(text);
+    if plain_len(scrubbed.as_bytes()) == scrubbed.len() {
+        return scrubbed;
+    }
+    let cleaned = clean_text(&scrubbed);
+    if cleaned == scrubbed {
+        return scrubbed;
+    }
+    scrubber.scrub_owned(cleaned)
 }
 
 /// `pieces` each scrubbed and cleaned on its own (so an escape left open in one cannot swallow
@@ -45,7 +59,7 @@ pub(crate) fn show_joined(
 ) -> Shown {
     let mut pieces = pieces
         .into_iter()
-        .map(|piece| clean_owned(scrubber.scrub_owned(piece)));
+        .map(|piece| scrub_and_clean(scrubber, piece));
     // One piece is moved on whole: results can be megabytes.
     let text = match (pieces.next(), pieces.next()) {
         (None, _) => String::new(),
@@ -75,6 +89,11 @@ impl Untrusted<String> {
 }
 
 impl Shown {
+    /// The Pack's own words, written in its source: nothing in them came from outside.
+    pub(crate) fn ours(text: &'static str) -> Self {
+        Self(text.to_owned())
+    }
+
     pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
@@ -87,6 +106,14 @@ impl Shown {
     /// a text cannot forge a line of its own.
     pub(crate) fn line(&self) -> OneLine<'_> {
         OneLine(&self.0)
+    }
+}
+
+impl Deref for Shown {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
     }
 }
 

@@ -366,8 +366,8 @@ fn convert(result: Value) -> Result<String, String> {
         json!({"outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}),
     )]);
     match convert_now(Untrusted::new(result), &set.tools["t"]) {
-        Outcome::Text(text) => Ok(text),
-        Outcome::ToolFailed(text) => Err(text),
+        Outcome::Text(text) => Ok(text.into_string()),
+        Outcome::ToolFailed(text) => Err(text.into_string()),
     }
 }
 

@@ -51,15 +51,6 @@ pub(crate) fn clean_text(text: &str) -> String {
     out
 }
 
-/// [`clean_text`] of an owned text, which comes back as it is (not copied) when there is
-/// nothing to remove.
-pub(super) fn clean_owned(text: String) -> String {
-    if plain_len(text.as_bytes()) == text.len() {
-        return text;
-    }
-    clean_text(&text)
-}
-
 /// How many leading bytes are printable ASCII, newline or tab: text that needs no decision.
 pub(super) fn plain_len(bytes: &[u8]) -> usize {
     // Blocks are tested without an early exit, which compiles to SIMD; a search byte by byte

@@ -8,6 +8,7 @@
 //! [`MAX_VALIDATION_WORK`] so a hostile schema cannot make one call cost the Host seconds.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
 
@@ -17,9 +18,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::listed::{Hints, ListedTool};
-use super::param_headers::ParamHeaders;
-use super::text::{clean_value, log_safe, truncate};
+use super::text::{clean_value, log_safe};
 use super::{Shown, chars, expansion, show, show_escaped, show_owned};
+use crate::param_headers::ParamHeaders;
 use crate::policy::{
     MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
     MAX_TITLE_CHARS, MAX_TOOL_NAME_CHARS, MAX_VALIDATION_WORK, MAX_VIOLATION_CHARS,
@@ -135,6 +136,11 @@ pub(super) fn check_tool(
             ),
         ));
     }
+    // Names go out unshown (the Host's status, its trust prompts), so one that holds a secret
+    // a server echoed is refused here, where it is accepted.
+    if scrubber.scrub(&name) != name.as_str() {
+        return Err(reject(&name, "a name that holds a configured secret"));
+    }
     // Such a tool answers only task-augmented calls (2025-11-25, Tasks), which this Pack does
     // not make: listed as callable, every call of it would fail.
     if let Some(Object(execution)) = &tool.execution.0
@@ -216,25 +222,45 @@ impl Rejected {
     }
 }
 
+/// Why a schema is refused: each kind with its limit, in the Pack's own words.
+#[derive(Debug)]
+enum SchemaError {
+    NotAnObject,
+    TooDeep,
+    TooLarge,
+    Expansion(expansion::TooMuch),
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAnObject => f.write_str("is not a JSON object"),
+            Self::TooDeep => write!(f, "is nested deeper than {MAX_SCHEMA_DEPTH} levels"),
+            Self::TooLarge => write!(f, "is larger than {MAX_SCHEMA_BYTES} bytes"),
+            Self::Expansion(why) => why.fmt(f),
+        }
+    }
+}
+
 /// Checks a schema's bounds, and answers its size with its references expanded.
-fn check_schema(schema: &Value) -> Result<u64, String> {
+fn check_schema(schema: &Value) -> Result<u64, SchemaError> {
     if !schema.is_object() {
-        return Err("is not a JSON object".to_owned());
+        return Err(SchemaError::NotAnObject);
     }
     if depth(schema) > MAX_SCHEMA_DEPTH {
-        return Err(format!("is nested deeper than {MAX_SCHEMA_DEPTH} levels"));
+        return Err(SchemaError::TooDeep);
     }
     let size = serde_json::to_vec(schema)
         .expect("a JSON value, whose keys are strings, serializes")
         .len();
     if size > MAX_SCHEMA_BYTES {
-        return Err(format!("is larger than {MAX_SCHEMA_BYTES} bytes"));
+        return Err(SchemaError::TooLarge);
     }
-    expansion::expanded_size(schema).map_err(|why| why.to_string())
+    expansion::expanded_size(schema).map_err(SchemaError::Expansion)
 }
 
 /// Nesting depth: a scalar is 0, `{}` is 1. serde_json parsed it, so it is at most 128.
-pub(super) fn depth(value: &Value) -> usize {
+pub(crate) fn depth(value: &Value) -> usize {
     match value {
         Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
         Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
@@ -281,7 +307,7 @@ impl CheckedTool {
     /// Checks a model's arguments against the input schema. A schema that does not compile
     /// checks nothing: the server will judge the arguments itself. Arguments too large to
     /// check within [`MAX_VALIDATION_WORK`] are refused, never sent unchecked.
-    pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
+    pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), Shown> {
         let Some(validator) = self
             .input_validator
             .get_or_init(|| compile(&self.input_schema))
@@ -290,12 +316,13 @@ impl CheckedTool {
             return Ok(());
         };
         if let Err(most) = within_budget(arguments, self.input_expansion) {
-            return Err(format!(
+            let text = format!(
                 "the arguments are too large to check against the input schema of {}: with its \
                  references expanded it has {} nodes, which allows at most {most} JSON values; \
                  nothing was sent",
                 self.name, self.input_expansion
-            ));
+            );
+            return Err(self.shown(text));
         }
         let violations: Vec<String> = validator
             .iter_errors(arguments)
@@ -316,13 +343,19 @@ impl CheckedTool {
             self.name,
             violations.join("\n- ")
         );
-        Err(truncate(text, MAX_RESULT_CHARS))
+        Err(self.shown(text))
+    }
+
+    /// An error text of this tool's: its name and the Pack's words around what a check found
+    /// (each violation already shown), shown whole.
+    fn shown(&self, text: String) -> Shown {
+        show_owned(&self.scrubber, text, MAX_RESULT_CHARS)
     }
 
     /// Checks `structuredContent` against the output schema, naming the first failing path.
     /// Content too large to check within [`MAX_VALIDATION_WORK`] fails: it is not shown
     /// unchecked.
-    pub(super) fn check_structured(&self, content: &Value) -> Result<(), String> {
+    pub(super) fn check_structured(&self, content: &Value) -> Result<(), Shown> {
         let Some(schema) = &self.output_schema else {
             return Ok(());
         };
@@ -330,23 +363,23 @@ impl CheckedTool {
             return Ok(());
         };
         if let Err(most) = within_budget(content, self.output_expansion) {
-            return Err(format!(
+            return Err(self.shown(format!(
                 "the result's structuredContent is too large to check against the tool's \
                  outputSchema: with its references expanded it has {} nodes, which allows at \
                  most {most} JSON values; the result is not shown",
                 self.output_expansion
-            ));
+            )));
         }
         match validator.iter_errors(content).next() {
             None => Ok(()),
-            Some(e) => Err(format!(
+            Some(e) => Err(self.shown(format!(
                 "the result's structuredContent does not match the tool's outputSchema at {}",
                 violation(
                     &self.scrubber,
                     &e.instance_path().to_string(),
                     &e.masked().to_string()
                 )
-            )),
+            ))),
         }
     }
 }

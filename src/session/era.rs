@@ -10,9 +10,9 @@
 
 use serde_json::Value;
 
-use super::SessionError;
 use super::exchange::Link;
 use super::modern::Modern;
+use super::{Outbound, SessionError};
 use crate::jsonrpc::{NoParams, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::policy::{ACCEPTED_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::TransportError;
@@ -28,7 +28,7 @@ pub(super) enum Probed {
 pub(super) async fn detect(link: &Link) -> Result<Probed, SessionError> {
     let probe = Modern::new();
     let answer = probe
-        .request::<Value, _>(link, ("server/discover", None), NoParams {}, &[], None)
+        .request::<Value, _>(link, Outbound::new("server/discover", NoParams {}))
         .await;
     match answer {
         Ok(result) => {

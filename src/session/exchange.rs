@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 
-use super::SessionError;
-use super::listen::{Changes, TOOLS_CHANGED};
+use super::changes::{Changes, TOOLS_CHANGED};
+use super::{Outbound, SessionError};
 use crate::envelope::{self, Untrusted};
 use crate::jsonrpc::{Incoming, Request, Response, to_bytes};
 use crate::policy::{
@@ -67,14 +67,14 @@ impl Link {
     pub(super) async fn exchange<T: DeserializeOwned, P: Serialize>(
         &self,
         id: u64,
-        method: &str,
-        params: &P,
+        sent: &Outbound<'_, P>,
         outgoing: &Outgoing<'_>,
-        (wire, progress): (Wire, Option<&ProgressSink>),
+        wire: Wire,
     ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
+        let (method, progress) = (sent.method, sent.progress);
         let started = tokio::time::Instant::now();
         let answer = async {
-            let request = Request::new(id, method, params);
+            let request = Request::new(id, method, &sent.params);
             let posted = self.transport.post(to_bytes(&request), outgoing).await?;
             let refused = !(200..300).contains(&posted.status);
             let result = match posted.reply {

@@ -4,15 +4,14 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use runvil_plugin::ProgressSink;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use super::SessionError;
 use super::exchange::{Link, Wire};
+use super::{Outbound, SessionError};
 use crate::envelope::Untrusted;
 use crate::jsonrpc::{
     CLIENT_INFO, Cancelled, Empty, InitializeParams, Meta, Notification, Params, to_bytes,
@@ -75,7 +74,12 @@ impl Legacy {
         };
         let fresh = Outgoing::default();
         let (result, session_id) = link
-            .exchange::<Value, _>(id, "initialize", &params, &fresh, (Wire::Legacy, None))
+            .exchange::<Value, _>(
+                id,
+                &Outbound::new("initialize", params),
+                &fresh,
+                Wire::Legacy,
+            )
             .await?;
         let result = result.peek();
         let answered = result.get("protocolVersion").and_then(Value::as_str);
@@ -109,27 +113,26 @@ impl Legacy {
     pub(super) async fn request<T: DeserializeOwned, P: Serialize>(
         &self,
         link: &Link,
-        method: &str,
-        params: P,
-        progress: Option<&ProgressSink>,
+        request: Outbound<'_, P>,
     ) -> Result<Untrusted<T>, SessionError> {
-        let mut params = Params {
-            params,
-            meta: Meta::default(),
-        };
         let mut restarted = false;
         loop {
             let state = self.state();
             let id = link.next_id();
-            params.meta.progress_token = progress.map(|_| id);
+            let meta = Meta {
+                progress_token: request.progress.map(|_| id),
+                ..Meta::default()
+            };
+            let sent = request.carrying(Params {
+                params: &request.params,
+                meta,
+            });
             let mut pending = Pending::new(link, &self.farewells, id, &state.headers);
             let outgoing = Outgoing {
                 session: state.headers.clone(),
                 ..Outgoing::default()
             };
-            let answer = link
-                .exchange(id, method, &params, &outgoing, (Wire::Legacy, progress))
-                .await;
+            let answer = link.exchange(id, &sent, &outgoing, Wire::Legacy).await;
             pending.answered();
             match answer {
                 Err(SessionError::Transport(ref gone))

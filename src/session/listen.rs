@@ -1,5 +1,5 @@
 //! Hearing that a server's tools changed, in either era, for as long as the server offers a
-//! way: each notice is handed to the server's [`Changes`], which coalesces them.
+//! way: each notice is handed to the server's [`Changes`](super::Changes), which coalesces them.
 //!
 //! - 2025-11-25, when `initialize` declared `tools.listChanged`: the session's standalone `GET`
 //!   stream, resumed with `Last-Event-ID` when it ends (a `405` means the server offers none).
@@ -14,14 +14,12 @@
 //! and a stream that was new, not resumed, counts as a change: what the server said while no
 //! stream was open was not heard.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use reqwest::header::HeaderValue;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::changes::TOOLS_CHANGED;
 use super::exchange::Link;
 use super::legacy::Legacy;
 use super::modern::{MCP_METHOD, Modern, outgoing};
@@ -32,38 +30,8 @@ use crate::policy::{
 };
 use crate::transport::{EventStream, Outgoing, Reply, SessionHeaders, TransportError};
 
-/// The notice that a server's tools changed.
-pub(crate) const TOOLS_CHANGED: &str = "notifications/tools/list_changed";
-
 /// The `_meta` key of a subscription's id (2026-07-28).
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// What a server said about its tools changing: a notice taken while a re-list runs or
-/// waits is kept as one ([`Notify`] holds one permit), so a flood costs one more re-list.
-#[derive(Debug, Default)]
-pub(crate) struct Changes {
-    notice: Notify,
-    /// A 2026-07-28 subscription is open and acknowledged: the list's `ttlMs` need not be
-    /// watched, notices will come.
-    subscribed: AtomicBool,
-}
-
-impl Changes {
-    /// Takes a notice: a re-list will follow.
-    pub(crate) fn notice(&self) {
-        self.notice.notify_one();
-    }
-
-    /// Waits for the next notice, or the one taken since the last wait.
-    pub(crate) async fn next(&self) {
-        self.notice.notified().await;
-    }
-
-    /// Whether notices will come without asking (an open subscription).
-    pub(crate) fn subscribed(&self) -> bool {
-        self.subscribed.load(Ordering::Relaxed)
-    }
-}
 
 /// Listens to the standalone stream of a session-based server, until it says it has none.
 pub(super) async fn legacy(link: &Link, legacy: &Legacy) {
@@ -145,7 +113,7 @@ pub(super) async fn modern(link: &Link, modern: &Modern) {
     loop {
         let mut acknowledged_at = None;
         let end = subscribe(link, modern, &mut || {
-            link.changes.subscribed.store(true, Ordering::Relaxed);
+            link.changes.set_subscribed(true);
             if !first {
                 // A new subscription: what was said between the two was not heard.
                 link.changes.notice();
@@ -154,7 +122,7 @@ pub(super) async fn modern(link: &Link, modern: &Modern) {
             acknowledged_at = Some(Instant::now());
         })
         .await;
-        link.changes.subscribed.store(false, Ordering::Relaxed);
+        link.changes.set_subscribed(false);
         // Only a subscription that held as long as the longest wait resets the backoff: one
         // that a server acknowledges and drops at once is asked for less and less often.
         if acknowledged_at.is_some_and(|at| at.elapsed() >= RETRY_MAX_DELAY) {

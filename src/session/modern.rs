@@ -8,15 +8,16 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use reqwest::header::{HeaderName, HeaderValue};
-use runvil_plugin::ProgressSink;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::Outbound;
 use super::SessionError;
 use super::exchange::{Link, Wire};
-use crate::envelope::{Untrusted, param_headers};
+use crate::envelope::Untrusted;
 use crate::jsonrpc::{Meta, Params, RevisionMeta, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::param_headers;
 use crate::policy::MODERN_PROTOCOL_VERSIONS;
 use crate::transport::{Outgoing, SessionHeaders};
 use crate::wire::{Loose, Object};
@@ -66,39 +67,36 @@ impl Modern {
             .unwrap_or(MODERN_PROTOCOL_VERSIONS[0])
     }
 
-    /// Sends one request and reads its complete result as `T`. `name` is what `Mcp-Name`
-    /// mirrors (a tool's name for `tools/call`); `headers` are the call's own headers
-    /// (`Mcp-Param-*`), already encoded.
+    /// Sends one request and reads its complete result as `T`, with `Mcp-Method`, `Mcp-Name`
+    /// (when the request names something) and the request's own headers.
     pub(super) async fn request<T: Completion, P: Serialize>(
         &self,
         link: &Link,
-        (method, name): (&'static str, Option<&str>),
-        params: P,
-        headers: &[(HeaderName, HeaderValue)],
-        progress: Option<&ProgressSink>,
+        request: Outbound<'_, P>,
     ) -> Result<Untrusted<T>, SessionError> {
-        let mut extra = Vec::with_capacity(2 + headers.len());
-        extra.push((MCP_METHOD, HeaderValue::from_static(method)));
-        if let Some(name) = name {
-            let value = param_headers::encode_name(name).map_err(SessionError::Protocol)?;
+        let mut extra = Vec::with_capacity(2 + request.headers.len());
+        extra.push((MCP_METHOD, HeaderValue::from_static(request.method)));
+        if let Some(name) = request.name {
+            let value = param_headers::encode_name(name)
+                .map_err(|e| SessionError::Protocol(e.to_string()))?;
             extra.push((MCP_NAME, value));
         }
-        extra.extend_from_slice(headers);
-        let mut params = Params {
-            params,
-            meta: Meta::default(),
-        };
+        extra.extend_from_slice(request.headers);
         let mut retried = false;
         loop {
             let version = self.protocol_version();
             let id = link.next_id();
-            params.meta = Meta {
+            let meta = Meta {
                 revision: Some(RevisionMeta::new(version)),
-                progress_token: progress.map(|_| id),
+                progress_token: request.progress.map(|_| id),
             };
+            let sent = request.carrying(Params {
+                params: &request.params,
+                meta,
+            });
             let outgoing = outgoing(version, &extra);
             let answer = link
-                .exchange::<T, _>(id, method, &params, &outgoing, (Wire::Modern, progress))
+                .exchange::<T, _>(id, &sent, &outgoing, Wire::Modern)
                 .await;
             match answer {
                 Err(SessionError::Rpc {

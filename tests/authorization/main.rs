@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use reqwest::Url;
 use runvil_plugin::{
-    AUTHORIZER, AuthorizationRequest, Authorizer, BoxFuture, CREDENTIAL_STORE, CredentialStore,
-    Services, StoreError,
+    AUTHORIZER, AuthorizationRequest, AuthorizeError, Authorizer, BoxFuture, CREDENTIAL_STORE,
+    CredentialStore, Services, StoreError,
 };
 use serde_json::{Value, json};
 use support::hostile::{Hostile, Request};
@@ -51,10 +51,10 @@ impl Authorizer for Browser {
     fn authorize(
         &self,
         request: AuthorizationRequest,
-    ) -> BoxFuture<'_, Result<Vec<(String, String)>, String>> {
+    ) -> BoxFuture<'_, Result<Vec<(String, String)>, AuthorizeError>> {
         self.asked.lock().expect("asked").push(request.url.clone());
         Box::pin(async move {
-            let url = Url::parse(&request.url).map_err(|e| e.to_string())?;
+            let url = Url::parse(&request.url).map_err(|e| AuthorizeError::new(e.to_string()))?;
             let param = |name: &str| {
                 url.query_pairs()
                     .find(|(k, _)| k == name)

@@ -8,6 +8,7 @@
 //! then shown as unavailable with the Host's [`AUTHORIZATION_HINT`]. What lets a Pack stay
 //! authorized between runs is kept by the Host's [`CredentialStore`].
 
+use std::fmt;
 use std::sync::Arc;
 
 use crate::pack::BoxFuture;
@@ -27,8 +28,34 @@ pub trait Authorizer: Send + Sync {
     fn authorize(
         &self,
         request: AuthorizationRequest,
-    ) -> BoxFuture<'_, Result<Vec<(String, String)>, String>>;
+    ) -> BoxFuture<'_, Result<Vec<(String, String)>, AuthorizeError>>;
 }
+
+/// Why the Host brought back no answer to an authorization (the browser could not be opened,
+/// the listener failed), in its own words. A Pack shows it as untrusted text, scrubbed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthorizeError {
+    /// What went wrong.
+    pub reason: String,
+}
+
+impl AuthorizeError {
+    /// An error with this reason.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for AuthorizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for AuthorizeError {}
 
 /// One authorization the Pack asks a Host to bring its user through.
 #[derive(Debug, Clone)]

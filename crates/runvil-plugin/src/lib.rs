@@ -13,8 +13,8 @@
 //! - [`StatusReceiver`], [`BackendStatus`], [`BackendState`], [`Progress`], [`ProgressSink`]:
 //!   what a Host observes of a running Pack (see [`Pack::status`], [`Pack::shutdown`]).
 //! - [`Services`], [`Service`], [`TOKIO_RUNTIME`]: typed values a Host lends to Packs.
-//! - [`Authorizer`], [`AUTHORIZER`], [`CLIENT_METADATA_URL`], [`AUTHORIZATION_HINT`],
-//!   [`CredentialStore`], [`CREDENTIAL_STORE`]: the user's part of an OAuth authorization and
+//! - [`Authorizer`], [`AuthorizeError`], [`AUTHORIZER`], [`CLIENT_METADATA_URL`],
+//!   [`AUTHORIZATION_HINT`], [`CredentialStore`], [`CREDENTIAL_STORE`]: the user's part of an OAuth authorization and
 //!   the storage of its outcome, which a Host lends to Packs that need them.
 //! - [`PinStore`], [`PIN_STORE`], [`TRUST_HINT`], [`HeldTool`], [`Held`], [`FieldChange`],
 //!   [`StoreError`]: the user's trust in the tools of a Pack's backends, kept between runs,
@@ -37,8 +37,8 @@ mod store;
 mod trust;
 
 pub use authorization::{
-    AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, CLIENT_METADATA_URL,
-    CREDENTIAL_STORE, CredentialStore,
+    AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, AuthorizeError, Authorizer,
+    CLIENT_METADATA_URL, CREDENTIAL_STORE, CredentialStore,
 };
 pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};

@@ -59,7 +59,9 @@ fn pages_together_may_reach_the_byte_cap_and_not_pass_it() {
         Ok(Some("c".to_owned()))
     );
     assert_eq!(
-        catalog.add_page(&page_of(rest + 1, "")),
+        catalog
+            .add_page(&page_of(rest + 1, ""))
+            .map_err(|e| e.to_string()),
         Err("tools/list sent more than 16777216 bytes of tools across its pages".to_owned())
     );
 }

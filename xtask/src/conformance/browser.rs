@@ -7,7 +7,7 @@
 
 use reqwest::header::LOCATION;
 use reqwest::{Client, Url, redirect};
-use runvil_plugin::{AuthorizationRequest, Authorizer, BoxFuture};
+use runvil_plugin::{AuthorizationRequest, AuthorizeError, Authorizer, BoxFuture};
 
 /// Where the browser is told to come back to. Nothing needs to listen there: the redirect is
 /// read from the authorization server's answer.
@@ -37,27 +37,32 @@ impl Authorizer for Browser {
     fn authorize(
         &self,
         request: AuthorizationRequest,
-    ) -> BoxFuture<'_, Result<Vec<(String, String)>, String>> {
+    ) -> BoxFuture<'_, Result<Vec<(String, String)>, AuthorizeError>> {
+        let refused = |reason: String| AuthorizeError::new(reason);
         Box::pin(async move {
             let response = self
                 .client
                 .get(&request.url)
                 .send()
                 .await
-                .map_err(|e| format!("the browser could not open the page: {e}"))?;
+                .map_err(|e| refused(format!("the browser could not open the page: {e}")))?;
             let status = response.status();
             let location = response
                 .headers()
                 .get(LOCATION)
                 .and_then(|value| value.to_str().ok())
                 .ok_or_else(|| {
-                    format!("the authorization page answered {status} without a redirect")
+                    refused(format!(
+                        "the authorization page answered {status} without a redirect"
+                    ))
                 })?;
             let back = Url::parse(location).map_err(|_| {
-                "the authorization page redirected to something that is not a URL".to_owned()
+                refused("the authorization page redirected to something that is not a URL".into())
             })?;
             if !back.as_str().starts_with(REDIRECT_URI) {
-                return Err("the authorization page redirected somewhere else".to_owned());
+                return Err(refused(
+                    "the authorization page redirected somewhere else".into(),
+                ));
             }
             Ok(back.query_pairs().into_owned().collect())
         })
@@ -70,7 +75,7 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// Opens an authorization page that answers `head` (a status line and headers).
-    async fn approve(head: &'static str) -> Result<Vec<(String, String)>, String> {
+    async fn approve(head: &'static str) -> Result<Vec<(String, String)>, AuthorizeError> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -99,10 +104,13 @@ mod tests {
     async fn a_page_that_redirects_elsewhere_or_nowhere_is_refused() {
         let elsewhere = approve("HTTP/1.1 302 Found\r\nlocation: https://example.org/?code=c");
         let error = elsewhere.await.expect_err("elsewhere");
-        assert_eq!(error, "the authorization page redirected somewhere else");
+        assert_eq!(
+            error.reason,
+            "the authorization page redirected somewhere else"
+        );
         let error = approve("HTTP/1.1 200 OK").await.expect_err("nowhere");
         assert_eq!(
-            error,
+            error.reason,
             "the authorization page answered 200 OK without a redirect"
         );
     }

@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use runvil_plugin::{AuthorizationRequest, Authorizer, BoxFuture};
+use runvil_plugin::{AuthorizationRequest, AuthorizeError, Authorizer, BoxFuture};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
@@ -68,7 +68,7 @@ impl Authorizer for Loopback {
     fn authorize(
         &self,
         request: AuthorizationRequest,
-    ) -> BoxFuture<'_, Result<Vec<(String, String)>, String>> {
+    ) -> BoxFuture<'_, Result<Vec<(String, String)>, AuthorizeError>> {
         self.asked.store(true, Ordering::Release);
         Box::pin(async move {
             let namespace = crate::untrusted::shown(&request.namespace);
@@ -83,10 +83,9 @@ impl Authorizer for Loopback {
             }
             let listener = self.listener.lock().await;
             loop {
-                let (stream, _) = listener
-                    .accept()
-                    .await
-                    .map_err(|e| format!("the redirect listener failed: {e}"))?;
+                let (stream, _) = listener.accept().await.map_err(|e| {
+                    AuthorizeError::new(format!("the redirect listener failed: {e}"))
+                })?;
                 if let Some(params) = callback(stream).await {
                     return Ok(params);
                 }

@@ -36,7 +36,9 @@ fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 fn reason(schema: &Value) -> String {
-    ParamHeaders::declare(schema).expect_err("a rejected declaration")
+    ParamHeaders::declare(schema)
+        .expect_err("a rejected declaration")
+        .to_string()
 }
 
 /// A schema with one mirrored property `p` of `type`, named `name`.
@@ -57,6 +59,7 @@ fn refusal(kind: &str, argument: Value) -> String {
         .expect("valid")
         .headers(&json!({ "p": argument }))
         .expect_err("refused")
+        .to_string()
 }
 
 #[test]
@@ -514,7 +517,7 @@ fn a_schema_is_walked_as_deep_as_the_envelope_allows_and_no_deeper() {
         json!({"properties": {"p": {"type": "string", "x-mcp-header": "P", "x": node}}})
     };
     assert_eq!(
-        crate::envelope::tool_check::depth(&schema(MAX_SCHEMA_DEPTH)),
+        crate::envelope::depth(&schema(MAX_SCHEMA_DEPTH)),
         MAX_SCHEMA_DEPTH
     );
     assert!(ParamHeaders::declare(&schema(MAX_SCHEMA_DEPTH)).is_ok());

@@ -1,5 +1,8 @@
 //! Tool parameters mirrored into HTTP headers (`x-mcp-header`, MCP 2026-07-28).
 //!
+//! It sits at the bottom, beside `wire`, because two layers use it: the envelope declares a
+//! tool's headers when it checks the tool, and the session encodes them when it sends a call.
+//!
 //! A server may mark a property of a tool's `inputSchema` with `x-mcp-header: "Name"`, and a
 //! client on Streamable HTTP must then send that argument as `Mcp-Param-Name` on every call,
 //! so that gateways can route on it without reading the body. Two moments own it:
@@ -15,6 +18,8 @@
 //! visible ASCII or an inner space, and otherwise as `=?base64?…?=`, so no argument can ever
 //! put CR, LF or any other control character on the wire. [`encode_name`] applies the same
 //! rule to `Mcp-Name`.
+
+use std::fmt;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -56,6 +61,110 @@ const MISPLACED: &str = "an x-mcp-header is allowed only on a property reached f
     through properties keys alone, not on the root, under items, anyOf, oneOf, allOf, not, \
     if, then, else, $defs or any other keyword";
 
+/// Why a declaration rejects its tool ([`ParamHeaders::declare`]) or an argument refuses
+/// its call ([`ParamHeaders::headers`]). It holds only header names already checked to be
+/// HTTP tokens of bounded length, never a value, so its text is the Pack's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ParamHeaderError {
+    /// The schema nests deeper than [`MAX_SCHEMA_DEPTH`].
+    TooDeep,
+    /// An annotation on the root, or reached through any keyword but `properties`.
+    Misplaced,
+    NotAString,
+    Empty,
+    TooLong,
+    /// A character no header name may hold.
+    NotAToken(char),
+    /// A mirrored property whose type is not string, integer or boolean.
+    Type {
+        name: String,
+        found: Found,
+    },
+    /// Two declarations of one name, letter case aside.
+    Twice(String),
+    TooMany,
+    NotAHeaderName(String),
+    /// A call's argument of another JSON type than the declared one.
+    Mismatch {
+        name: String,
+        wants: Kind,
+        got: &'static str,
+    },
+    /// A call's integer past ±(2^53 − 1).
+    OutOfRange(String),
+    /// A value no header may carry (see [`encode`]: it cannot happen).
+    NotAHeaderValue,
+}
+
+/// What a mirrored property declared instead of one primitive type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Found {
+    NoType,
+    Types,
+    /// One of JSON Schema's other type names (`number`, `object`, `array`, `null`).
+    Named(&'static str),
+    Unknown,
+}
+
+impl fmt::Display for ParamHeaderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooDeep => write!(
+                f,
+                "the inputSchema is nested deeper than {MAX_SCHEMA_DEPTH} levels"
+            ),
+            Self::Misplaced => f.write_str(MISPLACED),
+            Self::NotAString => f.write_str("an x-mcp-header that is not a string"),
+            Self::Empty => f.write_str("an empty x-mcp-header"),
+            Self::TooLong => write!(
+                f,
+                "an x-mcp-header longer than {MAX_PARAM_HEADER_NAME_BYTES} bytes"
+            ),
+            Self::NotAToken(c) => write!(
+                f,
+                "an x-mcp-header with U+{:04X}; a header name may hold only letters, digits \
+                 and !#$%&'*+-.^_`|~",
+                u32::from(*c)
+            ),
+            Self::Type { name, found } => write!(
+                f,
+                "x-mcp-header {name} is on a property with {found}; only a string, integer or \
+                 boolean property may be sent as a header"
+            ),
+            Self::Twice(name) => write!(
+                f,
+                "x-mcp-header {name} is declared twice (header names ignore letter case)"
+            ),
+            Self::TooMany => write!(f, "more than {MAX_PARAM_HEADERS} x-mcp-header parameters"),
+            Self::NotAHeaderName(name) => {
+                write!(f, "x-mcp-header {name} does not make a header name")
+            }
+            Self::Mismatch { name, wants, got } => write!(
+                f,
+                "the {PREFIX}{name} header needs {} argument, and got {got}",
+                wants.word()
+            ),
+            Self::OutOfRange(name) => write!(
+                f,
+                "the {PREFIX}{name} header can carry integers from -{MAX_SAFE_INTEGER} to \
+                 {MAX_SAFE_INTEGER} only"
+            ),
+            Self::NotAHeaderValue => f.write_str("a value that cannot be a header"),
+        }
+    }
+}
+
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoType => f.write_str("no type"),
+            Self::Types => f.write_str("a list of types"),
+            Self::Named(t) => write!(f, "type {t}"),
+            Self::Unknown => f.write_str("an unknown type"),
+        }
+    }
+}
+
 /// The headers one tool mirrors.
 #[derive(Debug, Default)]
 pub(crate) struct ParamHeaders {
@@ -75,7 +184,7 @@ struct Declaration {
 
 /// The JSON types a header may mirror.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     String,
     Integer,
     Boolean,
@@ -95,7 +204,7 @@ impl ParamHeaders {
     /// Reads every `x-mcp-header` of a tool's input schema. `Err` is why the tool must be
     /// rejected: a short text naming no property and quoting no server text except header
     /// names already checked to be HTTP tokens.
-    pub(crate) fn declare(schema: &Value) -> Result<Self, String> {
+    pub(crate) fn declare(schema: &Value) -> Result<Self, ParamHeaderError> {
         let mut headers = Self::default();
         headers.visit(schema, Some(&mut Vec::new()), 0)?;
         Ok(headers)
@@ -108,7 +217,7 @@ impl ParamHeaders {
     pub(crate) fn headers(
         &self,
         arguments: &Value,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, ParamHeaderError> {
         let mut headers = Vec::with_capacity(self.declarations.len());
         for declaration in &self.declarations {
             let Some(value) = lookup(arguments, &declaration.path) else {
@@ -132,12 +241,10 @@ impl ParamHeaders {
         node: &Value,
         mut path: Option<&mut Vec<String>>,
         depth: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), ParamHeaderError> {
         // The envelope's measure: a container inside `depth` others nests `depth + 1` deep.
         if (node.is_object() || node.is_array()) && depth + 1 > MAX_SCHEMA_DEPTH {
-            return Err(format!(
-                "the inputSchema is nested deeper than {MAX_SCHEMA_DEPTH} levels"
-            ));
+            return Err(ParamHeaderError::TooDeep);
         }
         let map = match node {
             Value::Object(map) => map,
@@ -151,7 +258,7 @@ impl ParamHeaders {
         if let Some(name) = map.get(ANNOTATION) {
             match path.as_deref() {
                 Some(keys) if !keys.is_empty() => self.add(name, keys.to_vec(), map)?,
-                _ => return Err(MISPLACED.to_owned()),
+                _ => return Err(ParamHeaderError::Misplaced),
             }
         }
         for (key, child) in map {
@@ -189,24 +296,18 @@ impl ParamHeaders {
         name: &Value,
         path: Vec<String>,
         property: &Map<String, Value>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ParamHeaderError> {
         let Value::String(name) = name else {
-            return Err("an x-mcp-header that is not a string".to_owned());
+            return Err(ParamHeaderError::NotAString);
         };
         if name.is_empty() {
-            return Err("an empty x-mcp-header".to_owned());
+            return Err(ParamHeaderError::Empty);
         }
         if name.len() > MAX_PARAM_HEADER_NAME_BYTES {
-            return Err(format!(
-                "an x-mcp-header longer than {MAX_PARAM_HEADER_NAME_BYTES} bytes"
-            ));
+            return Err(ParamHeaderError::TooLong);
         }
         if let Some(c) = name.chars().find(|&c| !is_tchar(c)) {
-            return Err(format!(
-                "an x-mcp-header with U+{:04X}; a header name may hold only letters, digits \
-                 and !#$%&'*+-.^_`|~",
-                u32::from(c)
-            ));
+            return Err(ParamHeaderError::NotAToken(c));
         }
         // From here on the name is an HTTP token of bounded length: safe to show.
         let kind = match property.get("type") {
@@ -214,20 +315,17 @@ impl ParamHeaders {
             Some(Value::String(t)) if t == "integer" => Kind::Integer,
             Some(Value::String(t)) if t == "boolean" => Kind::Boolean,
             found => {
-                let what = match found {
-                    None => "no type".to_owned(),
-                    Some(Value::Array(_)) => "a list of types".to_owned(),
-                    Some(Value::String(t))
-                        if ["number", "object", "array", "null"].contains(&t.as_str()) =>
-                    {
-                        format!("type {t}")
-                    }
-                    Some(_) => "an unknown type".to_owned(),
+                let found = match found {
+                    None => Found::NoType,
+                    Some(Value::Array(_)) => Found::Types,
+                    Some(Value::String(t)) => ["number", "object", "array", "null"]
+                        .into_iter()
+                        .find(|other| other == t)
+                        .map_or(Found::Unknown, Found::Named),
+                    Some(_) => Found::Unknown,
                 };
-                return Err(format!(
-                    "x-mcp-header {name} is on a property with {what}; only a string, integer \
-                     or boolean property may be sent as a header"
-                ));
+                let name = name.clone();
+                return Err(ParamHeaderError::Type { name, found });
             }
         };
         if self
@@ -235,17 +333,13 @@ impl ParamHeaders {
             .iter()
             .any(|d| d.name.eq_ignore_ascii_case(name))
         {
-            return Err(format!(
-                "x-mcp-header {name} is declared twice (header names ignore letter case)"
-            ));
+            return Err(ParamHeaderError::Twice(name.clone()));
         }
         if self.declarations.len() == MAX_PARAM_HEADERS {
-            return Err(format!(
-                "more than {MAX_PARAM_HEADERS} x-mcp-header parameters"
-            ));
+            return Err(ParamHeaderError::TooMany);
         }
         let header = HeaderName::from_bytes(format!("{PREFIX}{name}").as_bytes())
-            .map_err(|_| format!("x-mcp-header {name} does not make a header name"))?;
+            .map_err(|_| ParamHeaderError::NotAHeaderName(name.clone()))?;
         self.declarations.push(Declaration {
             header,
             name: name.clone(),
@@ -258,13 +352,13 @@ impl ParamHeaders {
 
 impl Declaration {
     /// The argument as the text the header carries, before encoding.
-    fn text(&self, value: &Value) -> Result<String, String> {
-        let refuse = |got: &str| {
-            Err(format!(
-                "the {PREFIX}{} header needs {} argument, and got {got}",
-                self.name,
-                self.kind.word()
-            ))
+    fn text(&self, value: &Value) -> Result<String, ParamHeaderError> {
+        let refuse = |got| {
+            Err(ParamHeaderError::Mismatch {
+                name: self.name.clone(),
+                wants: self.kind,
+                got,
+            })
         };
         match (self.kind, value) {
             (Kind::String, Value::String(s)) => Ok(s.clone()),
@@ -278,11 +372,9 @@ impl Declaration {
                 };
                 match whole {
                     None => refuse("a number with a fraction"),
-                    Some(i) if i.abs() > i128::from(MAX_SAFE_INTEGER) => Err(format!(
-                        "the {PREFIX}{} header can carry integers from -{MAX_SAFE_INTEGER} to \
-                         {MAX_SAFE_INTEGER} only",
-                        self.name
-                    )),
+                    Some(i) if i.abs() > i128::from(MAX_SAFE_INTEGER) => {
+                        Err(ParamHeaderError::OutOfRange(self.name.clone()))
+                    }
                     Some(i) => Ok(i.to_string()),
                 }
             }
@@ -306,7 +398,7 @@ fn lookup<'a>(arguments: &'a Value, path: &[String]) -> Option<&'a Value> {
 
 /// The `Mcp-Name` header for a tool name (or a resource URI): the same encoding as a
 /// parameter, since names are only recommended to be header-safe.
-pub(crate) fn encode_name(name: &str) -> Result<HeaderValue, String> {
+pub(crate) fn encode_name(name: &str) -> Result<HeaderValue, ParamHeaderError> {
     encode(name)
 }
 
@@ -315,7 +407,7 @@ pub(crate) fn encode_name(name: &str) -> Result<HeaderValue, String> {
 ///
 /// `Err` cannot happen (both forms hold visible ASCII and inner spaces only, which every
 /// header value may hold); the type still keeps any other byte off the wire.
-fn encode(text: &str) -> Result<HeaderValue, String> {
+fn encode(text: &str) -> Result<HeaderValue, ParamHeaderError> {
     // A tab, which HTTP allows inside a value, is encoded too: proxies may fold it into a
     // space, and the conformance suite expects any tab encoded. Decoding always restores it.
     let looks_encoded = text.starts_with(SENTINEL_START) && text.ends_with(SENTINEL_END);
@@ -328,7 +420,7 @@ fn encode(text: &str) -> Result<HeaderValue, String> {
     } else {
         format!("{SENTINEL_START}{}{SENTINEL_END}", STANDARD.encode(text))
     };
-    HeaderValue::from_str(&shown).map_err(|_| "a value that cannot be a header".to_owned())
+    HeaderValue::from_str(&shown).map_err(|_| ParamHeaderError::NotAHeaderValue)
 }
 
 /// RFC 9110's `tchar`: the characters of an HTTP token such as a header name.

@@ -1,0 +1,67 @@
+//! One request on its way to a server, named once: what the tools ask for reaches the link
+//! as an [`Outbound`], whichever era carries it and whatever it adds on the way (an id,
+//! `_meta`, the revision's headers).
+
+use reqwest::header::{HeaderName, HeaderValue};
+use runvil_plugin::ProgressSink;
+use serde_json::Value;
+
+use crate::jsonrpc::CallParams;
+
+/// A request: its method and params, the name `Mcp-Name` mirrors, its own headers and where
+/// its progress goes.
+pub(crate) struct Outbound<'a, P> {
+    pub(crate) method: &'static str,
+    pub(crate) params: P,
+    /// What `Mcp-Name` mirrors at 2026-07-28 (a tool's name for `tools/call`).
+    pub(crate) name: Option<&'a str>,
+    /// The request's own headers at 2026-07-28 (a tool's `Mcp-Param-*`), already encoded;
+    /// the session-based revisions send none.
+    pub(crate) headers: &'a [(HeaderName, HeaderValue)],
+    /// Where the server's progress reports go; the request asks for them when there is one.
+    pub(crate) progress: Option<&'a ProgressSink>,
+}
+
+impl<'a, P> Outbound<'a, P> {
+    /// A request of `method` with `params`, and nothing else.
+    pub(crate) fn new(method: &'static str, params: P) -> Self {
+        Self {
+            method,
+            params,
+            name: None,
+            headers: &[],
+            progress: None,
+        }
+    }
+
+    /// The same request with these headers of its own.
+    pub(crate) fn with_headers(self, headers: &'a [(HeaderName, HeaderValue)]) -> Self {
+        Self { headers, ..self }
+    }
+
+    /// The same request, its progress reported to `progress`.
+    pub(crate) fn with_progress(self, progress: Option<&'a ProgressSink>) -> Self {
+        Self { progress, ..self }
+    }
+
+    /// The same request carrying `params` instead: the era's wrapping of the caller's.
+    pub(super) fn carrying<Q>(&self, params: Q) -> Outbound<'a, Q> {
+        Outbound {
+            method: self.method,
+            params,
+            name: self.name,
+            headers: self.headers,
+            progress: self.progress,
+        }
+    }
+}
+
+impl<'a> Outbound<'a, CallParams<'a>> {
+    /// A `tools/call` of the tool `name` with `arguments`, `Mcp-Name` mirroring the name.
+    pub(crate) fn tool_call(name: &'a str, arguments: &'a Value) -> Self {
+        Self {
+            name: Some(name),
+            ..Self::new("tools/call", CallParams { name, arguments })
+        }
+    }
+}
