@@ -679,9 +679,17 @@ impl Authorization {
         Ok(scopes)
     }
 
-    /// Makes `tokens` the current ones: learnt by the scrubbers first, then sent.
+    /// Makes `tokens` the current ones: learnt by the scrubbers first, then sent. The
+    /// registered clients' secrets and the DPoP key are learnt again with them: the scrubber
+    /// keeps only its newest learned secrets, and these are used at every refresh.
     fn install(&self, flow: &mut FlowState, tokens: Tokens) {
-        self.learn(std::iter::once(tokens.access.clone()).chain(tokens.refresh.iter().cloned()));
+        let clients = flow.clients.values();
+        let clients =
+            clients.flat_map(|c| c.secret.iter().cloned().chain(flow::basic_credential(c)));
+        let dpop = flow.dpop.as_ref().map(|key| key.stored().clone());
+        let tokens_now =
+            std::iter::once(tokens.access.clone()).chain(tokens.refresh.iter().cloned());
+        self.learn(tokens_now.chain(clients).chain(dpop));
         let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
         current.token = Some(tokens.access.clone());
         current.dpop = flow.dpop.clone().filter(|_| tokens.bound);

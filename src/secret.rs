@@ -200,6 +200,15 @@ impl Scrubber {
             return;
         }
         let mut forms = self.forms.write().unwrap_or_else(PoisonError::into_inner);
+        // A secret learnt again becomes the newest, once: what is still in use stays.
+        let same = |a: &[Secret], b: &[Secret]| {
+            a.iter()
+                .map(Secret::expose)
+                .eq(b.iter().map(Secret::expose))
+        };
+        forms
+            .learned
+            .retain(|old| !new.iter().any(|n| same(old, n)));
         forms.learned.extend(new);
         while forms.learned.len() > MAX_LEARNED_SECRETS {
             forms.learned.pop_front();
@@ -377,6 +386,11 @@ mod tests {
             REDACTION_MARKER
         );
         assert_eq!(scrubber.scrub("configured-canary"), REDACTION_MARKER);
+        // A secret learnt again is the newest: MAX_LEARNED_SECRETS newer ones later, it stays.
+        scrubber.learn([Secret::new(learned(1))]);
+        scrubber.learn((0..MAX_LEARNED_SECRETS - 1).map(|i| Secret::new(learned(10_000 + i))));
+        assert_eq!(scrubber.scrub(&learned(1)), REDACTION_MARKER);
+        assert_eq!(scrubber.scrub(&learned(2)), learned(2));
     }
 
     #[test]
