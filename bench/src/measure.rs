@@ -244,13 +244,18 @@ fn cpu_time() -> Result<Duration, String> {
 
 /// This process's resident memory, in KiB (`VmRSS` of `/proc/self/status`).
 pub(crate) fn resident_kib() -> Result<u64, String> {
+    status_kib("VmRSS")
+}
+
+/// One memory figure of `/proc/self/status`, in KiB (`VmRSS`, `VmHWM`, ...).
+pub(crate) fn status_kib(field: &str) -> Result<u64, String> {
     let status = std::fs::read_to_string("/proc/self/status")
         .map_err(|error| format!("cannot read /proc/self/status: {error}"))?;
     status
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| "/proc/self/status has no VmRSS".to_owned())
+        .ok_or_else(|| format!("/proc/self/status has no {field}"))
 }
 
 #[cfg(test)]

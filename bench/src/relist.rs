@@ -12,7 +12,7 @@ use runvil_plugin::{BackendState, Pack};
 use serde_json::json;
 
 use crate::clients::NAMESPACE;
-use crate::measure::resident_kib;
+use crate::measure::{resident_kib, status_kib};
 use crate::report::Results;
 use crate::server::Server;
 
@@ -38,18 +38,9 @@ pub(crate) async fn relist(bin: &std::path::Path, results: &mut Results) -> Resu
     for _ in 0..RELIST_ROUNDS {
         // A server per round: its notice goes to the one stream open for it, the round's.
         let mut server = Server::start_changing(bin, RELIST_TOOLS)?;
-        let config = json!({ "mcp": { NAMESPACE: { "url": server.url() } } });
-        let mut packs = runvil_plugin::Packs::new();
-        plugin_mcp::install(&mut packs, &config);
-        let mut services = runvil_plugin::Services::new();
-        services.insert(
-            runvil_plugin::TOKIO_RUNTIME,
-            tokio::runtime::Handle::current(),
-        );
         let start = Peak::reset()?;
-        let pack = packs
-            .construct("mcp", &services)
-            .map_err(|error| error.to_string())?;
+        let config = json!({ NAMESPACE: { "url": server.url() } });
+        let pack = shared_mcp_fixture::try_pack(config).map_err(|error| error.to_string())?;
         let first_count = tools_once_ready(&*pack, None).await?;
         results.relist_first.push(start.listed()?);
         tokio::time::sleep(SETTLE).await;
@@ -103,13 +94,7 @@ impl Peak {
     /// The time since the reset and the peak above what was held then.
     fn listed(&self) -> Result<Listed, String> {
         let ms = self.started.elapsed().as_secs_f64() * 1e3;
-        let status = std::fs::read_to_string("/proc/self/status")
-            .map_err(|error| format!("cannot read /proc/self/status: {error}"))?;
-        let peak: u64 = status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmHWM:"))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-            .ok_or("/proc/self/status has no VmHWM")?;
+        let peak = status_kib("VmHWM")?;
         Ok(Listed {
             ms,
             peak_kib: peak.saturating_sub(self.resident_kib),

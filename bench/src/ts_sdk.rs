@@ -73,12 +73,12 @@ impl TsSdk {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("node's stdin or stdout is missing".to_owned());
         };
-        let client = TsSdk {
-            io: Mutex::new((stdin, BufReader::new(stdout).lines())),
+        let mut lines = BufReader::new(stdout).lines();
+        answer(&mut lines).await?;
+        Ok(TsSdk {
+            io: Mutex::new((stdin, lines)),
             _child: child,
-        };
-        client.answer().await?;
-        Ok(client)
+        })
     }
 
     /// `calls` timed calls one after the other, after `calls / 10` untimed ones.
@@ -106,34 +106,33 @@ impl TsSdk {
         })
     }
 
+    /// Sends `command` for `payload` and reads its answer, holding the pipe for both, so no
+    /// other command's answer can be taken for this one's.
     async fn ask(&self, mut command: Value, payload: &Payload) -> Result<Value, String> {
         command["arguments"] = Value::Object(payload.arguments.clone());
         command["expected"] = json!(payload.answer_len);
         let mut line = command.to_string();
         line.push('\n');
-        {
-            let mut io = self.io.lock().await;
-            io.0.write_all(line.as_bytes())
-                .await
-                .map_err(|error| format!("cannot write to node: {error}"))?;
-        }
-        self.answer().await
-    }
-
-    /// The next answer line, or the error it reports.
-    async fn answer(&self) -> Result<Value, String> {
         let mut io = self.io.lock().await;
-        let line =
-            io.1.next_line()
-                .await
-                .map_err(|error| format!("cannot read from node: {error}"))?
-                .ok_or("the Node client ended")?;
-        let answer: Value =
-            serde_json::from_str(&line).map_err(|_| format!("node answered {line:?}"))?;
-        match answer.get("error").and_then(Value::as_str) {
-            Some(error) => Err(format!("the TypeScript SDK's client failed: {error}")),
-            None => Ok(answer),
-        }
+        io.0.write_all(line.as_bytes())
+            .await
+            .map_err(|error| format!("cannot write to node: {error}"))?;
+        answer(&mut io.1).await
+    }
+}
+
+/// The next answer line, or the error it reports.
+async fn answer(lines: &mut Lines<BufReader<ChildStdout>>) -> Result<Value, String> {
+    let line = lines
+        .next_line()
+        .await
+        .map_err(|error| format!("cannot read from node: {error}"))?
+        .ok_or("the Node client ended")?;
+    let answer: Value =
+        serde_json::from_str(&line).map_err(|_| format!("node answered {line:?}"))?;
+    match answer.get("error").and_then(Value::as_str) {
+        Some(error) => Err(format!("the TypeScript SDK's client failed: {error}")),
+        None => Ok(answer),
     }
 }
 
