@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
 use crate::policy::{
-    ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS,
-    Refusal, UNAVAILABLE_CONFIG,
+    ALLOWED_SCHEMES, MIN_KEY_SHAPED_CHARS, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADER_PREFIXES,
+    RESERVED_HEADERS, Refusal, UNAVAILABLE_CONFIG,
 };
 use crate::secret::{Secret, SecretUrl};
 
@@ -139,6 +139,7 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
     let url_values = secrets.clone();
     let sent = sent_forms(&parsed, url.expose(), &secrets);
     secrets.extend(sent);
+    secrets.extend(written_credentials(&parsed).into_iter().map(Secret::new));
     secrets.push(url);
 
     let headers = match entry.get("headers") {
@@ -240,6 +241,43 @@ fn sent_forms(url: &Url, configured: &str, expanded: &[Secret]) -> Vec<Secret> {
         forms.extend(parts_carrying(url, configured, value));
     }
     forms.into_iter().map(Secret::new).collect()
+}
+
+/// The parts of `url` that may hold a credential written into it, through `${env:...}` or
+/// not: each query value (a bare item, `?<key>`, when it is shaped like a key), and each path
+/// segment and host label shaped like a key ([`is_key_shaped`]), each as sent and decoded.
+/// The user name and password are [`sent_forms`]'.
+fn written_credentials(url: &Url) -> Vec<String> {
+    // Decoded as a form is: `+` is a space.
+    let decode = |sent: &str| {
+        let spaced = Zeroizing::new(sent.replace('+', " "));
+        percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
+    };
+    let mut found = Vec::new();
+    for item in url.query().unwrap_or_default().split('&') {
+        let value = match item.split_once('=') {
+            Some((_, value)) => value,
+            None if is_key_shaped(&decode(item)) => item,
+            None => continue,
+        };
+        found.extend([value.to_owned(), decode(value)]);
+    }
+    let segments = url.path_segments().into_iter().flatten();
+    for part in segments.chain(url.host_str().unwrap_or_default().split('.')) {
+        let decoded = percent_decode_str(part).decode_utf8_lossy();
+        if is_key_shaped(&decoded) {
+            found.extend([part.to_owned(), decoded.into_owned()]);
+        }
+    }
+    found
+}
+
+/// Whether `part` of a URL looks like a key: [`MIN_KEY_SHAPED_CHARS`] characters or more,
+/// letters and digits among them.
+fn is_key_shaped(part: &str) -> bool {
+    part.chars().count() >= MIN_KEY_SHAPED_CHARS
+        && part.contains(|c: char| c.is_ascii_alphabetic())
+        && part.contains(|c: char| c.is_ascii_digit())
 }
 
 /// The user name and password reqwest sends as `Basic` credentials: percent-decoded, `None`

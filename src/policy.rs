@@ -283,6 +283,12 @@ policy! {
     /// `1` in a result would destroy it while hiding nothing worth hiding.
     const MIN_SCRUBBED_SECRET_CHARS: usize = 6 => plain;
 
+    /// A path segment or host label of a configured URL this long, holding letters and digits
+    /// both, is taken for a key written into the URL (`/mcp/s/<key>/mcp`) and scrubbed like a
+    /// configured secret, as every query value and the userinfo are: keys are long and random,
+    /// so the words of an ordinary URL (`v1`, `mcp`, `streamable-http`) stay readable.
+    const MIN_KEY_SHAPED_CHARS: usize = 16 => plain;
+
     /// Secrets the Pack obtained while running (tokens, codes, registered clients) the scrubber
     /// keeps, the newest: a token refreshed every few minutes for weeks stays bounded, and the
     /// oldest forgotten has long expired.

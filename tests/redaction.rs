@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::canaries::{
-    BASIC, CANARY, HEADER, PATH_SENT, QUERY_SENT, assert_clean, url_with_canaries,
+    BASIC, CANARY, HEADER, PATH_SENT, QUERY_SENT, assert_clean, literal_target, url_with_canaries,
+    url_with_literal_canaries,
 };
 use support::hostile::{self, Hostile, Script};
 
@@ -292,6 +293,69 @@ async fn a_relisted_catalog_passes_the_envelope_and_names_no_secret() {
         said.iter().any(|text| text.contains("[redacted]")),
         "the echoes were there, scrubbed: {said:?}"
     );
+    assert_clean("the log", &logs.text());
+}
+
+/// A credential written into the URL as it is, not through `${env:...}` (a user name and
+/// password, key-shaped path segments, a query token): a server that echoes the URL it was
+/// sent, into a description and a result, shows none of it to the model, to the pins the Host
+/// keeps or to any log line, while the URL's ordinary words stay readable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_written_into_the_url_is_shown_nowhere() {
+    let logs = every_line();
+    let server = Hostile::start(|r: &hostile::Request| match r.rpc_method() {
+        "tools/list" => {
+            let description = format!("Sent to {}.", hostile::echoed_url(r));
+            let tools = json!({"tools": [
+                {"name": "echo", "description": description, "inputSchema": {"type": "object"}},
+            ]});
+            hostile::json_reply(&hostile::result_for(r, tools))
+        }
+        "tools/call" => {
+            let text = json!({"content": [{"type": "text", "text": hostile::echoed_url(r)}]});
+            hostile::json_reply(&hostile::result_for(r, text))
+        }
+        _ => hostile::mcp(r),
+    })
+    .await;
+    let pins = Arc::new(KeptPins::default());
+    let mut services = runvil_plugin::Services::new();
+    let store: Arc<dyn runvil_plugin::PinStore> = pins.clone();
+    services.insert(runvil_plugin::PIN_STORE, store);
+    let entry = json!({"url": url_with_literal_canaries(server.port)});
+    let pack = support::pack_with(json!({"s": entry}), services).expect("pack");
+    support::wait_for(&pack, "s", "ready", Duration::from_secs(20)).await;
+
+    let listing = support::list(&pack, json!({"namespace": "s"})).await;
+    let called = support::call(&pack, "s", "echo", json!({})).await;
+    // The server was sent every credential, and echoed each.
+    let call = server.calls_of("tools/call").pop().expect("a call");
+    assert_eq!(call.target, literal_target());
+    assert_eq!(call.header("authorization"), Some(BASIC));
+    let scrubbed = "/[redacted]/[redacted]/v1/mcp?api_key=[redacted]&v=v1 | \
+                    /[redacted]/[redacted]/v1/mcp ? api_key=[redacted] & v=v1 | Basic [redacted]";
+    assert_eq!(
+        listing["tools"][0]["description"],
+        format!("Sent to {scrubbed}.")
+    );
+    assert_eq!(called, Ok(scrubbed.to_owned()));
+
+    let records = pins.0.lock().expect("records").join("\n");
+    assert!(
+        records.contains("/v1/mcp?api_key=[redacted]&v=v1"),
+        "{records}"
+    );
+    for (what, text) in [
+        ("the listing", &listing.to_string()),
+        (
+            "the listing of every server",
+            &support::list(&pack, json!({})).await.to_string(),
+        ),
+        ("the pin store's record", &records),
+    ] {
+        assert_clean(what, text);
+    }
+    drop(pack);
     assert_clean("the log", &logs.text());
 }
 

@@ -422,6 +422,27 @@ pub fn echo_everything(r: &Request) -> Script {
     }
 }
 
+/// What `request` carried of the URL it was sent to, as a server that echoes it writes it: the
+/// target as sent, its path segments and query pairs decoded, and the `Authorization` header
+/// (the `Basic` credential a URL's user name and password become).
+pub fn echoed_url(request: &Request) -> String {
+    let target = &request.target;
+    let decoded = match url::Url::parse(&format!("http://h{target}")) {
+        Ok(url) => {
+            let segments = url.path_segments().into_iter().flatten();
+            let path: Vec<String> = segments
+                .flat_map(|s| url::form_urlencoded::parse(s.as_bytes()).map(|(s, _)| s))
+                .map(String::from)
+                .collect();
+            let query: Vec<String> = url.query_pairs().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("/{} ? {}", path.join("/"), query.join(" & "))
+        }
+        Err(_) => String::new(),
+    };
+    let authorization = request.header("authorization").unwrap_or_default();
+    format!("{target} | {decoded} | {authorization}")
+}
+
 /// The error a 2026-07-28 server answers with HTTP 400.
 pub fn refusal(request: &Request, code: i64, message: &str, data: Option<Value>) -> Script {
     let mut error = json!({"code": code, "message": message});
