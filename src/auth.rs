@@ -281,7 +281,8 @@ impl Authorization {
                 return;
             };
             let bound = flow.configured_issuer.as_ref();
-            if configured.id != restored.client.id || bound.is_some_and(|b| *b != restored.issuer) {
+            let same = configured.id.expose() == restored.client.id.expose();
+            if !same || bound.is_some_and(|b| *b != restored.issuer) {
                 return;
             }
             restored.client.secret.clone_from(&configured.secret);
@@ -335,7 +336,8 @@ impl Authorization {
         };
         let server = canonical(self.server.expose());
         let dpop = flow.dpop.as_ref().map(|key| key.stored());
-        let configured = self.configured.as_ref().is_some_and(|c| c.id == client.id)
+        let configured = (self.configured.as_ref())
+            .is_some_and(|c| c.id.expose() == client.id.expose())
             && flow.configured_issuer.as_ref() == Some(issuer);
         let record = stored::record(&stored::Kept {
             server: &server,

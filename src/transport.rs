@@ -25,7 +25,7 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{RequestBuilder, Response, StatusCode};
 
 use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
-use crate::config::ServerSpec;
+use crate::config::{Header, ServerSpec};
 use crate::envelope::{Shown, Untrusted, show, show_escaped};
 use crate::http::{self, Capped, DPOP_NONCE, Failure, describe};
 use crate::policy::{
@@ -79,7 +79,9 @@ pub(crate) struct Transport {
 
 struct Endpoint {
     url: SecretUrl,
-    headers: HeaderMap,
+    /// The configured headers, kept as secrets (wiped when the Pack ends); each request gets
+    /// its own copy of their values.
+    headers: Vec<Header>,
     route: Route,
     /// Its OAuth tokens, when it asks for them and nothing configured authorizes instead.
     auth: Option<Arc<Authorization>>,
@@ -137,8 +139,8 @@ impl Transport {
     /// URL (which reqwest sends as one).
     pub(crate) fn new(clients: Clients, spec: &ServerSpec, auth: Arc<Authorization>) -> Self {
         let url = spec.url.clone();
-        let headers: HeaderMap = spec.headers.iter().cloned().collect();
-        let configured = headers.contains_key(header::AUTHORIZATION)
+        let headers = spec.headers.clone();
+        let configured = headers.iter().any(|h| h.name == header::AUTHORIZATION)
             || !url.expose().username().is_empty()
             || url.expose().password().is_some();
         Self {
@@ -176,7 +178,11 @@ impl Transport {
     /// The headers of every request: the configured ones and the protocol's, without the
     /// token (a request that may be sent again gets it per attempt).
     fn headers(&self, session: &SessionHeaders, accept: HeaderValue) -> HeaderMap {
-        let mut headers = self.endpoint.headers.clone();
+        let configured = &self.endpoint.headers;
+        let mut headers = HeaderMap::with_capacity(configured.len() + 3);
+        for each in configured {
+            headers.append(each.name.clone(), each.value());
+        }
         headers.insert(header::ACCEPT, accept);
         if let Some(id) = &session.session_id {
             let mut id = id.clone();

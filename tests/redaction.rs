@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::canaries::{
-    BASIC, CANARY, HEADER, PATH_SENT, QUERY_SENT, assert_clean, literal_target, url_with_canaries,
-    url_with_literal_canaries,
+    BASIC, CANARY, HEADER, PASS_DECODED, PATH_SENT, QUERY_SENT, USER, assert_clean, literal_target,
+    url_with_canaries, url_with_literal_canaries,
 };
 use support::hostile::{self, Hostile, Script};
 
@@ -357,6 +357,48 @@ async fn a_credential_written_into_the_url_is_shown_nowhere() {
     }
     drop(pack);
     assert_clean("the log", &logs.text());
+}
+
+/// What a Host can format of what the registry and the built Pack keep shows no secret: a
+/// configuration with tokens written into it as they are (headers, the URL's credentials, an
+/// OAuth client) is handed to the Pack once, and the registry keeps nothing to show or to
+/// build from again.
+#[tokio::test]
+async fn no_debug_of_what_the_registry_or_the_pack_keeps_shows_a_secret() {
+    let servers = json!({"s": {
+        "url": url_with_literal_canaries(9),
+        "headers": {"Authorization": format!("Bearer {CANARY}"), "X-Canary": HEADER},
+        "oauth": {"clientId": USER, "clientSecret": PASS_DECODED},
+    }});
+    let mut packs = runvil_plugin::Packs::new();
+    plugin_mcp::install(&mut packs, &json!({ "mcp": servers }));
+    let mut services = runvil_plugin::Services::new();
+    services.insert(
+        runvil_plugin::TOKIO_RUNTIME,
+        tokio::runtime::Handle::current(),
+    );
+    let pack = packs.construct("mcp", &services).expect("built");
+    let again = packs.construct("mcp", &services).err();
+    assert_eq!(
+        again.map(|e| e.reason),
+        Some("the pack \"mcp\" was built already; a registry builds each pack once".to_owned())
+    );
+    assert_eq!(format!("{packs:?}"), r#"{"mcp": "runvil/mcp"}"#);
+    let status = format!("{:?}", *pack.status().borrow());
+    for (what, text) in [
+        ("the registry", format!("{packs:?}")),
+        ("the services", format!("{services:?}")),
+        ("the tools", format!("{:?}", pack.tools())),
+        ("the status", status),
+        ("the held tools", format!("{:?}", pack.held("s").await)),
+        (
+            "the listing",
+            support::list(&pack, json!({})).await.to_string(),
+        ),
+    ] {
+        assert_clean(what, &text);
+    }
+    pack.shutdown().await;
 }
 
 /// A Host's pin store in memory, to read what the Pack keeps in it.

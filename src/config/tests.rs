@@ -259,7 +259,7 @@ fn headers_are_sensitive_and_every_value_is_a_secret() {
         "headers": {"Authorization": "Bearer ${env:B}", "X-Plain": "plain-value"}
     }))
     .expect("accepted");
-    assert!(spec.headers.iter().all(|(_, v)| v.is_sensitive()));
+    assert!(spec.headers.iter().all(|h| h.value().is_sensitive()));
     let exposed: Vec<&str> = spec.secrets.iter().map(Secret::expose).collect();
     for want in [
         "alpha",
@@ -274,6 +274,20 @@ fn headers_are_sensitive_and_every_value_is_a_secret() {
     for value in ["alpha", "beta", "plain-value", "https://h"] {
         assert!(!shown.contains(value), "{value} in {shown}");
     }
+}
+
+#[test]
+fn no_debug_of_a_parsed_entry_shows_a_value() {
+    let config = json!({"s": {
+        "url": "https://literal-user:literal-pass@h.example/AbCdEf0123456789xYz/mcp?k=token-9",
+        "headers": {"Authorization": "Bearer hunter2-token", "X-Key": "${env:A}"},
+        "oauth": {"clientId": "client-hunter2", "clientSecret": "hunter2-secret"},
+    }});
+    let parsed = parse(&config, &env()).expect("an object");
+    assert_eq!(
+        format!("{parsed:?}"),
+        r#"[("s", Remote(ServerSpec { headers: ["authorization", "x-key"], oauth: Some(Preregistered { machine: false, .. }), .. }))]"#
+    );
 }
 
 #[test]
@@ -368,7 +382,7 @@ fn an_oauth_client_is_read_with_its_secrets_and_grant() {
     }}))
     .expect("accepted");
     let oauth = spec.oauth.expect("an oauth client");
-    assert_eq!(oauth.id, "client-alpha");
+    assert_eq!(oauth.id.expose(), "client-alpha");
     assert_eq!(
         oauth.secret.as_ref().map(Secret::expose),
         Some("Pa%20ss'%21-9e1c")
