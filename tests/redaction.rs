@@ -296,6 +296,74 @@ async fn a_relisted_catalog_passes_the_envelope_and_names_no_secret() {
     assert_clean("the log", &logs.text());
 }
 
+/// A Host's pin store in memory, to read what the Pack keeps in it.
+#[derive(Default)]
+struct KeptPins(std::sync::Mutex<Vec<String>>);
+
+impl runvil_plugin::PinStore for KeptPins {
+    fn load(&self, _key: &str) -> Result<Option<String>, runvil_plugin::StoreError> {
+        Ok(None)
+    }
+    fn save(&self, _key: &str, record: &str) -> Result<(), runvil_plugin::StoreError> {
+        self.0.lock().expect("records").push(record.to_owned());
+        Ok(())
+    }
+}
+
+/// The Pack over one server `s` of `entry`, lent a [`KeptPins`] to read what it keeps.
+fn pinned_pack(entry: Value) -> (Arc<dyn runvil_plugin::Pack>, Arc<KeptPins>) {
+    let pins = Arc::new(KeptPins::default());
+    let mut services = runvil_plugin::Services::new();
+    let store: Arc<dyn runvil_plugin::PinStore> = pins.clone();
+    services.insert(runvil_plugin::PIN_STORE, store);
+    let pack = support::pack_with(json!({ "s": entry }), services).expect("pack");
+    (pack, pins)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_behind_json_escapes_in_a_name_or_in_a_pinned_definition_gets_nowhere() {
+    let logs = every_line();
+    // The canary with every character a `\u` escape: JSON that no scan of the raw text finds
+    // the secret in, until it is parsed.
+    let escaped: String = CANARY
+        .chars()
+        .map(|c| format!("\\u{:04x}", u32::from(c)))
+        .collect();
+    let tools = format!(
+        r#"{{"tools": [
+            {{"name": "{CANARY}", "inputSchema": {{"type": "object"}}}},
+            {{"name": "echo", "description": "uses {escaped}", "inputSchema": {{"type": "object"}}}}
+        ]}}"#
+    );
+    let text = format!(r#"{{"content": [{{"type": "text", "text": "got {escaped}"}}]}}"#);
+    let server = Hostile::start(move |r: &hostile::Request| match r.rpc_method() {
+        "tools/list" => hostile::raw_result_reply(r, &tools),
+        "tools/call" => hostile::raw_result_reply(r, &text),
+        _ => hostile::mcp(r),
+    })
+    .await;
+    let entry =
+        json!({"url": server.url, "headers": {"X-Api-Key": "${env:PLUGIN_MCP_TEST_CANARY}"}});
+    let (pack, pins) = pinned_pack(entry);
+    support::wait_for(&pack, "s", "ready", Duration::from_secs(20)).await;
+
+    let listing = support::list(&pack, json!({"namespace": "s"})).await;
+    assert_eq!(support::tool_names(&listing), ["echo"]);
+    assert_eq!(listing["tools"][0]["description"], "uses [redacted]");
+    assert_eq!(
+        listing["rejected"][0],
+        json!({"name": "[redacted]", "reason": "a name that holds a configured secret"})
+    );
+    let called = support::call(&pack, "s", "echo", json!({})).await;
+    assert_eq!(called, Ok("got [redacted]".to_owned()));
+    let records = pins.0.lock().expect("records").join("\n");
+    assert!(records.contains("uses [redacted]"), "{records}");
+    assert_clean("the pin store's record", &records);
+    assert_clean("the listing", &listing.to_string());
+    drop(pack);
+    assert_clean("the log", &logs.text());
+}
+
 /// A credential written into the URL as it is, not through `${env:...}` (a user name and
 /// password, key-shaped path segments, a query token): a server that echoes the URL it was
 /// sent, into a description and a result, shows none of it to the model, to the pins the Host
@@ -318,12 +386,7 @@ async fn a_credential_written_into_the_url_is_shown_nowhere() {
         _ => hostile::mcp(r),
     })
     .await;
-    let pins = Arc::new(KeptPins::default());
-    let mut services = runvil_plugin::Services::new();
-    let store: Arc<dyn runvil_plugin::PinStore> = pins.clone();
-    services.insert(runvil_plugin::PIN_STORE, store);
-    let entry = json!({"url": url_with_literal_canaries(server.port)});
-    let pack = support::pack_with(json!({"s": entry}), services).expect("pack");
+    let (pack, pins) = pinned_pack(json!({"url": url_with_literal_canaries(server.port)}));
     support::wait_for(&pack, "s", "ready", Duration::from_secs(20)).await;
 
     let listing = support::list(&pack, json!({"namespace": "s"})).await;
@@ -399,66 +462,4 @@ async fn no_debug_of_what_the_registry_or_the_pack_keeps_shows_a_secret() {
         assert_clean(what, &text);
     }
     pack.shutdown().await;
-}
-
-/// A Host's pin store in memory, to read what the Pack keeps in it.
-#[derive(Default)]
-struct KeptPins(std::sync::Mutex<Vec<String>>);
-
-impl runvil_plugin::PinStore for KeptPins {
-    fn load(&self, _key: &str) -> Result<Option<String>, runvil_plugin::StoreError> {
-        Ok(None)
-    }
-    fn save(&self, _key: &str, record: &str) -> Result<(), runvil_plugin::StoreError> {
-        self.0.lock().expect("records").push(record.to_owned());
-        Ok(())
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_secret_behind_json_escapes_in_a_name_or_in_a_pinned_definition_gets_nowhere() {
-    let logs = every_line();
-    // The canary with every character a `\u` escape: JSON that no scan of the raw text finds
-    // the secret in, until it is parsed.
-    let escaped: String = CANARY
-        .chars()
-        .map(|c| format!("\\u{:04x}", u32::from(c)))
-        .collect();
-    let tools = format!(
-        r#"{{"tools": [
-            {{"name": "{CANARY}", "inputSchema": {{"type": "object"}}}},
-            {{"name": "echo", "description": "uses {escaped}", "inputSchema": {{"type": "object"}}}}
-        ]}}"#
-    );
-    let text = format!(r#"{{"content": [{{"type": "text", "text": "got {escaped}"}}]}}"#);
-    let server = Hostile::start(move |r: &hostile::Request| match r.rpc_method() {
-        "tools/list" => hostile::raw_result_reply(r, &tools),
-        "tools/call" => hostile::raw_result_reply(r, &text),
-        _ => hostile::mcp(r),
-    })
-    .await;
-    let pins = Arc::new(KeptPins::default());
-    let mut services = runvil_plugin::Services::new();
-    let store: Arc<dyn runvil_plugin::PinStore> = pins.clone();
-    services.insert(runvil_plugin::PIN_STORE, store);
-    let entry =
-        json!({"url": server.url, "headers": {"X-Api-Key": "${env:PLUGIN_MCP_TEST_CANARY}"}});
-    let pack = support::pack_with(json!({"s": entry}), services).expect("pack");
-    support::wait_for(&pack, "s", "ready", Duration::from_secs(20)).await;
-
-    let listing = support::list(&pack, json!({"namespace": "s"})).await;
-    assert_eq!(support::tool_names(&listing), ["echo"]);
-    assert_eq!(listing["tools"][0]["description"], "uses [redacted]");
-    assert_eq!(
-        listing["rejected"][0],
-        json!({"name": "[redacted]", "reason": "a name that holds a configured secret"})
-    );
-    let called = support::call(&pack, "s", "echo", json!({})).await;
-    assert_eq!(called, Ok("got [redacted]".to_owned()));
-    let records = pins.0.lock().expect("records").join("\n");
-    assert!(records.contains("uses [redacted]"), "{records}");
-    assert_clean("the pin store's record", &records);
-    assert_clean("the listing", &listing.to_string());
-    drop(pack);
-    assert_clean("the log", &logs.text());
 }

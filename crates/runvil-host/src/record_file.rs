@@ -10,10 +10,12 @@
 //! and the earlier change is lost; there is no lock across processes.)
 //!
 //! It is refused, as ssh's `StrictModes` refuses a key, when anyone but the user running
-//! runvil could read or change it: a file or folder another user owns (root, when runvil runs
-//! as root, is that user and no other), a file whose permissions let others read or write it,
-//! a folder whose permissions let others write in it (they could replace the file, or remove
-//! it, and an absent pins file trusts every tool afresh). It is refused as well when it is not
+//! runvil (and root, who can do anything anyway) could read or change it: a file or folder
+//! another user owns (when runvil runs as root, any user but root), a file whose permissions
+//! let others read or write it, a folder whose permissions let others write in it (they could
+//! replace the file, or remove it, and an absent pins file trusts every tool afresh) unless it
+//! is sticky, as `/tmp` is: there others may add files, which the owner check refuses, but
+//! neither replace nor remove the user's. It is refused as well when it is not
 //! a file (a FIFO would block the read forever) or not a JSON object of strings. A refused
 //! file is never replaced: every save reads it first, so a save fails with the same error.
 //! Errors name the file and what to do, never a value in it.
@@ -35,6 +37,8 @@ const OTHERS: u32 = 0o077;
 const OTHERS_READ: u32 = 0o044;
 /// The permission bits that let another user add, replace or remove a file in a folder.
 const OTHERS_WRITE: u32 = 0o022;
+/// The sticky bit: in a folder that has it, only a file's owner may replace or remove it.
+const STICKY: u32 = 0o1000;
 
 /// Which of runvil's files one is, in the words of its errors.
 #[derive(Debug, Clone, Copy)]
@@ -143,7 +147,7 @@ impl RecordFile {
             ));
         }
         let mode = metadata.permissions().mode();
-        if mode & OTHERS_WRITE != 0 {
+        if mode & OTHERS_WRITE != 0 && mode & STICKY == 0 {
             return Err(format!(
                 "{folder}, the folder of {shown}, may be changed by other users (its \
                  permissions are {:o}); run `chmod {DIR_MODE:o} {folder}` {elsewhere}",
@@ -219,12 +223,16 @@ fn running_user() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
-/// Who owns `metadata`'s file or folder, said for an error, when it is not the user running
-/// runvil.
+/// Who owns `metadata`'s file or folder, said for an error, when it is neither the user
+/// running runvil nor root.
 fn foreign_owner(metadata: &fs::Metadata) -> Option<String> {
     let (owner, me) = (metadata.uid(), running_user());
-    (owner != me).then(|| format!("its owner is user {owner}, and runvil runs as user {me}"))
+    (owner != me && owner != ROOT)
+        .then(|| format!("its owner is user {owner}, and runvil runs as user {me}"))
 }
+
+/// The superuser's id: whatever root owns, root could change whoever owned it.
+const ROOT: u32 = 0;
 
 #[cfg(test)]
 mod tests {
@@ -399,10 +407,13 @@ mod tests {
             assert_eq!(insert(&file, "b", "x"), Err(want));
             assert_eq!(fs::read(file.path()).expect("bytes"), before);
         }
-        // Others may read and enter it, as a home folder often lets them: the file is still
-        // the user's alone.
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod");
-        assert!(file.read().is_ok());
+        // Others may read and enter it, as a home folder often lets them, or write in it when
+        // it is sticky, as `/tmp` is: the file is still the user's alone.
+        for bits in [0o755, 0o1777] {
+            fs::set_permissions(&dir, fs::Permissions::from_mode(bits)).expect("chmod");
+            assert!(file.read().is_ok(), "{bits:o}");
+            insert(&file, "b", "two").expect("saved");
+        }
         let _ = fs::remove_dir_all(&dir);
     }
 
