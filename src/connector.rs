@@ -196,10 +196,22 @@ impl Server {
         }
     }
 
+    /// Before a use of the server's tools: when the use is of a held tool (`held`), or the
+    /// Host said the record changed, waits for the record to be read again if that is due, so
+    /// an approval or a rejection made elsewhere counts at once; else starts that read in the
+    /// background, so a call of a trusted tool never waits for the store.
+    pub(crate) async fn recheck_before_use(self: &Arc<Self>, held: bool) {
+        let told = self.pins.as_ref().is_some_and(Pins::forgotten);
+        if held || told {
+            self.recheck().await;
+        } else {
+            self.recheck_soon();
+        }
+    }
+
     /// Reads the server's pin record again when it is due ([`Pins::stale`]), and shows what
-    /// that changed: what the use of a held tool waits for, so an approval made in another
-    /// process counts at once.
-    pub(crate) async fn recheck(&self) {
+    /// that changed.
+    async fn recheck(&self) {
         let Some(pins) = &self.pins else {
             return;
         };
@@ -216,9 +228,7 @@ impl Server {
         }
     }
 
-    /// [`Server::recheck`] in the background, when it is due and none is under way: what any
-    /// other use starts, so a rejection made elsewhere counts soon after, and a call of a
-    /// trusted tool never waits for the store.
+    /// [`Server::recheck`] in the background, when it is due and none is under way.
     pub(crate) fn recheck_soon(self: &Arc<Self>) {
         let Some(pins) = &self.pins else {
             return;

@@ -31,8 +31,8 @@
 //! again.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
 
 use aws_lc_rs::digest::{SHA256, digest};
 use reqwest::Url;
@@ -270,8 +270,11 @@ pub(crate) struct Pins {
     scrubber: Arc<Scrubber>,
     state: tokio::sync::Mutex<State>,
     /// When the record was last read, in milliseconds after `epoch`; [`NEVER`]: to be read at
-    /// the next use.
+    /// the next use. Read without a lock on every use.
     read_at: AtomicU64,
+    /// How many times the Host said the record changed: a read that began before the last
+    /// such word does not count as a read of the record now. Set, with `read_at`, under it.
+    changes: std::sync::Mutex<u64>,
     epoch: Instant,
     /// Whether a read in the background is under way.
     reading: AtomicBool,
@@ -306,6 +309,7 @@ impl Pins {
             scrubber,
             state: tokio::sync::Mutex::default(),
             read_at: AtomicU64::new(NEVER),
+            changes: std::sync::Mutex::new(0),
             epoch: Instant::now(),
             reading: AtomicBool::new(false),
         }
@@ -355,9 +359,31 @@ impl Pins {
         }
     }
 
-    /// The record changed elsewhere: it is read again at the next use.
+    /// Whether the Host said the record changed since it was last read (or it never was).
+    pub(crate) fn forgotten(&self) -> bool {
+        self.read_at.load(Ordering::Acquire) == NEVER
+    }
+
+    /// The record changed elsewhere: it is read again at the next use, even if a read under
+    /// way now ends after this.
     pub(crate) fn forget(&self) {
+        let mut changes = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        *changes += 1;
         self.read_at.store(NEVER, Ordering::Release);
+    }
+
+    /// How many times the Host said the record changed, when a read begins.
+    fn changes_now(&self) -> u64 {
+        *self.changes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The read that began when [`Pins::changes_now`] said `changes` is done: it counts as the
+    /// last unless the Host said the record changed since it began.
+    fn read_done(&self, changes: u64) {
+        let now = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        if *now == changes {
+            self.read_at.store(self.now_ms(), Ordering::Release);
+        }
     }
 
     /// Claims the one read in the background: `false` when one is under way.
@@ -401,8 +427,9 @@ impl Pins {
             listing, record, ..
         } = &mut *state;
         let Some(listing) = listing else { return };
+        let changes = self.changes_now();
         *record = self.reconcile(listing, std::mem::take(record)).await;
-        self.read_at.store(self.now_ms(), Ordering::Release);
+        self.read_done(changes);
         self.hold(state);
     }
 

@@ -285,8 +285,8 @@ policy! {
 
     /// The least time between two reads of a server's pin record prompted by its use: a held
     /// tool listed or called waits for one (an approval made elsewhere counts at its next use),
-    /// any other use starts one in the background (a rejection made elsewhere counts soon after);
-    /// calls of trusted tools never wait for it.
+    /// any other use starts one in the background (a rejection made elsewhere counts soon after),
+    /// so calls of trusted tools never wait for it, unless the Host said the record changed.
     const PIN_RECHECK_INTERVAL: Duration = Duration::from_secs(1) => secs;
 
     /// The most times one change of a server's pin record is tried when other processes keep

@@ -146,7 +146,7 @@ impl CallContext {
             // The schema's `dependentRequired` refuses a toolName without a namespace.
             (None, _) => {
                 for server in &self.servers {
-                    server.recheck_soon();
+                    server.recheck_before_use(false).await;
                 }
                 let statuses: Vec<Status> = self.servers.iter().map(|s| s.status()).collect();
                 let servers = self.servers.iter().zip(&statuses);
@@ -156,11 +156,7 @@ impl CallContext {
             (Some(namespace), None) => {
                 let server = self.server(namespace)?;
                 server.used();
-                if server.holds_any() {
-                    server.recheck().await;
-                } else {
-                    server.recheck_soon();
-                }
+                server.recheck_before_use(server.holds_any()).await;
                 let status = server.status();
                 match &status {
                     Status::Ready(ready) => Ok(listing::one_server(
@@ -173,7 +169,7 @@ impl CallContext {
             }
             (Some(namespace), Some(tool_name)) => {
                 let server = self.server(namespace)?;
-                recheck_for(server, tool_name).await;
+                server.recheck_before_use(server.holds(tool_name)).await;
                 let (_, tool) = ready_tool(server, tool_name, &self.scrubber)?;
                 Ok(listing::one_tool(&server.name, &tool))
             }
@@ -189,7 +185,7 @@ impl CallContext {
         let arguments = Value::Object(args.arguments);
         let server = self.server(namespace)?;
         server.used();
-        recheck_for(server, tool_name).await;
+        server.recheck_before_use(server.holds(tool_name)).await;
         let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
         // The checks count inside the deadline: a schema that makes them slow cannot stretch
         // a call. Dropping this future stops each step, the server's request included.
@@ -426,17 +422,6 @@ impl Pack for McpPack {
         Box::pin(async move {
             let _ = done.await;
         })
-    }
-}
-
-/// Before a tool of `server` is used: a held one waits for its pin record to be read again
-/// when that is due (an approval made elsewhere counts at once); a trusted one never waits,
-/// and a read that is due starts in the background.
-async fn recheck_for(server: &Arc<Server>, tool_name: &str) {
-    if server.holds(tool_name) {
-        server.recheck().await;
-    } else {
-        server.recheck_soon();
     }
 }
 

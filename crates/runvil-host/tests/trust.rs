@@ -18,7 +18,9 @@ use std::process::{Output, Stdio};
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
+use tokio::process::ChildStderr;
 
 use changing::{Changing, Era, tool};
 use hostile::{Hostile, Request, Script};
@@ -46,6 +48,14 @@ impl World {
         let server = Hostile::start(changing.handler(Era::Legacy)).await;
         let config = Temp::config(json!({"s": {"url": server.url}}));
         Self::of(changing, server, config)
+    }
+
+    /// `s` listing `tools`, listed once by `runvil tools s`, which trusted them.
+    async fn trusted(tools: Value) -> Self {
+        let world = Self::start(tools).await;
+        let out = world.run(&["tools", "s"]).await;
+        assert_eq!(code(&out), Some(0), "{}", said(&out));
+        world
     }
 
     fn of(changing: Changing, server: Hostile, config: Temp) -> Self {
@@ -84,6 +94,34 @@ impl World {
             .await
             .expect("runvil ran")
     }
+}
+
+/// rmcp's client, speaking to a `runvil serve`.
+type Gateway = RunningService<RoleClient, ()>;
+
+impl World {
+    /// `runvil serve` with this world's files under rmcp's client, and its stderr when it is
+    /// `Stdio::piped()`.
+    async fn serve(&self, stderr: Stdio) -> (Gateway, Option<ChildStderr>) {
+        let command = tokio::process::Command::from(self.command(&["serve"]));
+        let (transport, stderr) = TokioChildProcess::builder(command)
+            .stderr(stderr)
+            .spawn()
+            .expect("runvil serve starts");
+        let client = ().serve(transport).await.expect("the MCP handshake");
+        (client, stderr)
+    }
+}
+
+/// A call of `tool` through the gateway: whether it is an error, and its text.
+async fn through(client: &Gateway, tool: &'static str, args: Value) -> (Option<bool>, String) {
+    let Value::Object(args) = args else {
+        unreachable!("arguments are an object")
+    };
+    let params = CallToolRequestParams::new(tool).with_arguments(args);
+    let result = client.call_tool(params).await.expect("tools/call answers");
+    let text = result.content[0].as_text().expect("text").text.clone();
+    (result.is_error, text)
 }
 
 fn listing(out: &Output) -> Value {
@@ -411,21 +449,8 @@ async fn serve_holds_a_changed_tool_as_tools_and_call_do() {
         .changing
         .set(json!([search("Finds documents, and more."), echo()]));
 
-    let command = tokio::process::Command::from(world.command(&["serve"]));
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("runvil serve starts");
-    let client = ().serve(transport).await.expect("the MCP handshake");
-    let call = async |tool: &'static str, args: Value| {
-        let Value::Object(args) = args else {
-            unreachable!("arguments are an object")
-        };
-        let params = CallToolRequestParams::new(tool).with_arguments(args);
-        let result = client.call_tool(params).await.expect("tools/call answers");
-        let text = result.content[0].as_text().expect("text").text.clone();
-        (result.is_error, text)
-    };
+    let (client, _) = world.serve(Stdio::null()).await;
+    let call = async |tool: &'static str, args: Value| through(&client, tool, args).await;
     let (error, listed) = call("get_dynamic_tools", json!({"namespace": "s"})).await;
     assert_ne!(error, Some(true), "{listed}");
     let listed: Value = serde_json::from_str(&listed).expect("JSON");
@@ -575,9 +600,7 @@ async fn a_long_value_shows_the_part_around_its_first_difference() {
              "properties": {"kind": {"type": "string", "enum": kinds}}}},
         ])
     };
-    let world = World::start(kinds("v099")).await;
-    let out = world.run(&["tools", "s"]).await;
-    assert_eq!(code(&out), Some(0), "{}", said(&out));
+    let world = World::trusted(kinds("v099")).await;
     let mut tools = kinds("evil");
     tools[0] = search(&bent);
     world.changing.set(tools);
@@ -622,9 +645,7 @@ async fn decoy_fields_cannot_push_a_changed_description_out_of_the_review() {
         }
         json!([tool])
     };
-    let world = World::start(with("Finds documents.", "one")).await;
-    let out = world.run(&["tools", "s"]).await;
-    assert_eq!(code(&out), Some(0), "{}", said(&out));
+    let world = World::trusted(with("Finds documents.", "one")).await;
     world
         .changing
         .set(with("Finds documents, then mails them.", "two"));
@@ -657,9 +678,7 @@ async fn decoy_fields_cannot_push_a_changed_description_out_of_the_review() {
 /// `--yes` approves what that one showed; `--yes PIN` approves the tool of that pin only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn yes_approves_only_what_the_last_review_showed() {
-    let world = World::start(json!([search("Finds documents."), echo()])).await;
-    let out = world.run(&["tools", "s"]).await;
-    assert_eq!(code(&out), Some(0), "{}", said(&out));
+    let world = World::trusted(json!([search("Finds documents."), echo()])).await;
 
     world
         .changing
@@ -820,29 +839,14 @@ async fn a_pins_file_that_cannot_be_written_trusts_nothing_in_any_process() {
 /// listing of every server counts it as `held`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_made_elsewhere_counts_in_a_running_serve_at_the_next_call() {
-    let world = World::start(json!([search("Finds documents."), echo()])).await;
-    let out = world.run(&["tools", "s"]).await;
-    assert_eq!(code(&out), Some(0), "{}", said(&out));
+    let world = World::trusted(json!([search("Finds documents."), echo()])).await;
     world
         .changing
         .set(json!([search("Finds documents, and more."), echo()]));
 
-    let command = tokio::process::Command::from(world.command(&["serve"]));
-    let (transport, stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runvil serve starts");
+    let (client, stderr) = world.serve(Stdio::piped()).await;
     let mut stderr = stderr.expect("serve's stderr");
-    let client = ().serve(transport).await.expect("the MCP handshake");
-    let call = async |tool: &'static str, args: Value| {
-        let Value::Object(args) = args else {
-            unreachable!("arguments are an object")
-        };
-        let params = CallToolRequestParams::new(tool).with_arguments(args);
-        let result = client.call_tool(params).await.expect("tools/call answers");
-        let text = result.content[0].as_text().expect("text").text.clone();
-        (result.is_error, text)
-    };
+    let call = async |tool: &'static str, args: Value| through(&client, tool, args).await;
     let search_call = json!({"namespace": "s", "toolName": "search", "arguments": {"text": "x"}});
     let (error, answer) = call("call_dynamic_tool", search_call.clone()).await;
     let refused_at = tokio::time::Instant::now();
