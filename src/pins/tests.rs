@@ -2,7 +2,11 @@
 
 use serde_json::json;
 
+use runvil_plugin::Excerpt;
+
+use super::review::{diff, path_with, reaches_model, shown_change};
 use super::*;
+use crate::policy::MAX_CHANGE_CHARS;
 
 fn pin(tool: &str) -> String {
     Definition::of(tool, &Scrubber::default())
@@ -151,7 +155,7 @@ fn two_different_values_never_show_the_same() {
     ];
     let pins = pins();
     for (before, after) in &cases {
-        let change = pins.shown_change(("f".to_owned(), Some(before), Some(after)));
+        let change = shown_change(&pins.scrubber, ("f".to_owned(), Some(before), Some(after)));
         assert_ne!(change.before, change.after, "{before} {after}");
         for side in [&change.before, &change.after] {
             let side = side.as_deref().expect("a value");
@@ -159,13 +163,19 @@ fn two_different_values_never_show_the_same() {
         }
     }
     // Whole when both fit; else from 128 before the first difference.
-    let change = pins.shown_change((
-        "f".to_owned(),
-        Some(&json!(long)),
-        Some(&json!(at(1500, 'y'))),
-    ));
+    let change = shown_change(
+        &pins.scrubber,
+        (
+            "f".to_owned(),
+            Some(&json!(long)),
+            Some(&json!(at(1500, 'y'))),
+        ),
+    );
     assert_eq!(change.excerpt, Some(Excerpt::new(1500, 1372, 2000, 2000)));
-    let short = pins.shown_change(("f".to_owned(), Some(&json!("a")), Some(&json!("b"))));
+    let short = shown_change(
+        &pins.scrubber,
+        ("f".to_owned(), Some(&json!("a")), Some(&json!("b"))),
+    );
     assert_eq!(
         (
             short.before.as_deref(),
