@@ -5,9 +5,10 @@
 //!
 //! The file is created `0600` in a `0700` folder (when runvil makes the folder) and replaced
 //! atomically: the new text goes to `<name>.new` beside it, is synced, then renamed over the
-//! old one, so a reader sees the old file or the new one, never half of one. (Two runvil
-//! processes changing one file at the same instant are not serialized: the later rename wins,
-//! and the earlier change is lost; there is no lock across processes.)
+//! old one, so a reader sees the old file or the new one, never half of one. A change made with
+//! [`RecordFile::change_locked`] (the pins file's) is serialized across processes by a lock
+//! file beside it; one made with [`RecordFile::change`] only within the process (two runvil
+//! processes changing the credentials file at the same instant: the later rename wins).
 //!
 //! It is refused, as ssh's `StrictModes` refuses a key, when anyone but the user running
 //! runvil (and root, who can do anything anyway) could read or change it: a file or folder
@@ -175,20 +176,67 @@ impl RecordFile {
     /// Where the new file is written before it takes the old one's place: beside it, so the
     /// rename stays on one file system (`credentials.json.new`).
     pub(crate) fn temporary(&self) -> PathBuf {
+        self.beside(".new")
+    }
+
+    /// Changes the records as [`RecordFile::change`] does, under a lock other processes take
+    /// too, so that what `edit` decides from the records it reads is what is written: `edit`
+    /// answers what to say and whether to write. The lock is an exclusive lock
+    /// ([`fs::File::lock`]) on `<name>.lock` beside the file (created `0600`), held from the
+    /// read to the rename; a folder where it cannot be created is an error naming the file.
+    pub(crate) fn change_locked<T>(
+        &self,
+        edit: impl FnOnce(&mut BTreeMap<String, String>) -> (T, bool),
+    ) -> Result<T, String> {
+        let _held = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let shown = self.path.display();
+        self.make_folder()?;
+        let lock = self.beside(".lock");
+        let cannot = |e: std::io::Error| {
+            format!("cannot write {shown}: cannot lock {}: {e}", lock.display())
+        };
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(FILE_MODE)
+            .open(&lock)
+            .map_err(cannot)?;
+        // Released when `file` is closed, whatever happens in between.
+        file.lock().map_err(cannot)?;
+        let mut records = self.read()?;
+        let (answer, write) = edit(&mut records);
+        if write {
+            self.write(&records)?;
+        }
+        Ok(answer)
+    }
+
+    /// A file beside this one, its name with `suffix` added (`pins.json.lock`).
+    fn beside(&self, suffix: &str) -> PathBuf {
         let mut name = self.path.file_name().unwrap_or_default().to_os_string();
-        name.push(".new");
+        name.push(suffix);
         self.path.with_file_name(name)
     }
 
-    /// Replaces the file with `records`, atomically.
-    fn write(&self, records: &BTreeMap<String, String>) -> Result<(), String> {
-        let shown = self.path.display();
+    /// The file's folder, made (`0700`) when it is missing.
+    fn make_folder(&self) -> Result<&Path, String> {
         let dir = self.folder();
         fs::DirBuilder::new()
             .recursive(true)
             .mode(DIR_MODE)
             .create(dir)
-            .map_err(|e| format!("cannot create the folder of {shown}: {e}"))?;
+            .map_err(|e| format!("cannot create the folder of {}: {e}", self.path.display()))?;
+        Ok(dir)
+    }
+
+    /// Replaces the file with `records`, atomically.
+    fn write(&self, records: &BTreeMap<String, String>) -> Result<(), String> {
+        let shown = self.path.display();
+        let dir = self.make_folder()?;
         let temporary = self.temporary();
         let text = serde_json::to_string_pretty(records).map_err(|e| e.to_string())?;
         // A file left behind by a write that was stopped between its write and its rename.
