@@ -141,6 +141,7 @@ impl Link {
                     continue;
                 }
                 if let Some(answer) = answer_to(id, message) {
+                    self.transport.finish(stream, &self.runtime);
                     return answer;
                 }
             }
