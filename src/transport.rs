@@ -303,9 +303,10 @@ impl Transport {
             authorizations += 1;
             let status = response.status().as_u16();
             drop(response);
-            auth.respond(self.clients.pooled(), status, &challenge, generation)
-                .await
-                .map_err(TransportError::Auth)?;
+            // Boxed: an authorization is a large future, which every request's future would
+            // otherwise carry inline, to be moved at each await above it.
+            let responding = auth.respond(self.clients.pooled(), status, &challenge, generation);
+            Box::pin(responding).await.map_err(TransportError::Auth)?;
         }
     }
 
