@@ -236,8 +236,10 @@ impl Authorization {
         method: &str,
         url: &Url,
     ) -> (Option<Presented>, Generation) {
+        // Loading and refreshing are boxed: rare, and large futures, which every request's
+        // future would otherwise carry inline.
         if !self.loaded.load(Ordering::Acquire) {
-            self.load().await;
+            Box::pin(self.load()).await;
         }
         let (refresh_at, generation) = {
             let current = self.current();
@@ -248,7 +250,7 @@ impl Authorization {
             if self.current().generation == generation {
                 // A failed refresh leaves the token as it is: the server's 401 then starts
                 // a new authorization.
-                let _ = self.refresh(http, &mut flow).await;
+                let _ = Box::pin(self.refresh(http, &mut flow)).await;
             }
         }
         let current = self.current();
