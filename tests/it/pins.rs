@@ -256,11 +256,7 @@ async fn a_renamed_tool_is_a_new_one_and_a_removed_one_simply_goes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approved_tool_is_callable_and_stays_approved_for_a_later_pack() {
-    let changing = Changing::new(json!([echo()]));
-    let server = Hostile::start(changing.handler(Era::Legacy)).await;
-    let store = Arc::new(Memory::default());
-    let pack = pack_pinned(&server, &store);
-    support::wait_for(&pack, "s", "ready", SETTLE).await;
+    let (changing, server, store, pack) = pinned_world(json!([echo()])).await;
     change(&server, &changing, json!([echo(), search()])).await;
     let held = pack.held("s").await;
     assert_eq!(held.len(), 1);
@@ -351,9 +347,9 @@ async fn without_a_pin_store_nothing_is_held() {
     assert!(pack.held("s").await.is_empty());
 }
 
-/// A legacy server `s` listing echo and search, a store, and a Pack over them, ready.
-async fn pinned_world() -> (Changing, Hostile, Arc<Memory>, Arc<dyn Pack>) {
-    let changing = Changing::new(json!([echo(), search()]));
+/// A legacy server `s` listing `tools`, a store, and a Pack over them, ready.
+async fn pinned_world(tools: Value) -> (Changing, Hostile, Arc<Memory>, Arc<dyn Pack>) {
+    let changing = Changing::new(tools);
     let server = Hostile::start(changing.handler(Era::Legacy)).await;
     let store = Arc::new(Memory::default());
     let pack = pack_pinned(&server, &store);
@@ -452,11 +448,7 @@ async fn a_store_that_cannot_save_trusts_no_first_listing_and_forgets_none() {
 /// once the record is read again (at a use), never trusted afresh.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_fails_to_read_after_a_record_existed_trusts_nothing() {
-    let changing = Changing::new(json!([echo()]));
-    let server = Hostile::start(changing.handler(Era::Legacy)).await;
-    let store = Arc::new(Memory::default());
-    let pack = pack_pinned(&server, &store);
-    support::wait_for(&pack, "s", "ready", SETTLE).await;
+    let (_changing, _server, store, pack) = pinned_world(json!([echo()])).await;
     assert_eq!(listed(&pack).await.0, ["echo"]);
     store.loads_fail.store(true, Ordering::SeqCst);
     // Calls of the trusted tool read the record in the background, at most once a second.
@@ -481,7 +473,7 @@ async fn a_store_that_fails_to_read_after_a_record_existed_trusts_nothing() {
 /// so a tool that changed in between is held, not trusted afresh.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_listing_that_loses_the_race_is_judged_against_the_record_kept() {
-    let (changing, server, store, first) = pinned_world().await;
+    let (changing, server, store, first) = pinned_world(json!([echo(), search()])).await;
     changing.set(json!([echo(), bent_search()]));
 
     // The second Pack read no record, before the first one's save.
@@ -509,7 +501,7 @@ async fn a_first_listing_that_loses_the_race_is_judged_against_the_record_kept()
 /// one approved since.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_counts_only_against_the_record_its_user_was_shown() {
-    let (changing, server, store, _first) = pinned_world().await;
+    let (changing, server, store, _first) = pinned_world(json!([echo(), search()])).await;
     let described = |text: &str| {
         let mut tool = search();
         tool["description"] = json!(text);
@@ -548,7 +540,7 @@ async fn an_approval_counts_only_against_the_record_its_user_was_shown() {
 /// background, never waiting for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_or_a_rejection_made_elsewhere_counts_at_the_next_use() {
-    let (changing, server, store, running) = pinned_world().await;
+    let (changing, server, store, running) = pinned_world(json!([echo(), search()])).await;
     change(&server, &changing, json!([echo(), bent_search()])).await;
     let search_call = async || support::call(&running, "s", "search", json!({"text": "x"})).await;
     assert!(search_call().await.is_err(), "held");
