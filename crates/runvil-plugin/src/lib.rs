@@ -10,6 +10,8 @@
 //!
 //! - [`Packs`], [`PackFactory`], [`Construct`]: the registry and how a Pack is built.
 //! - [`Pack`], [`ToolSpec`], [`ToolError`], [`Unavailable`]: what a built Pack offers.
+//! - [`CallOptions`], [`View`]: how one call is made, and what its caller may see (a Host
+//!   serving many callers hides from each what its policy denies).
 //! - [`StatusReceiver`], [`BackendStatus`], [`BackendState`], [`Progress`], [`ProgressSink`]:
 //!   what a Host observes of a running Pack (see [`Pack::status`], [`Pack::shutdown`]).
 //! - [`Services`], [`Service`], [`TOKIO_RUNTIME`]: typed values a Host lends to Packs.
@@ -29,6 +31,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod authorization;
+mod call;
 mod pack;
 mod packs;
 mod services;
@@ -40,6 +43,7 @@ pub use authorization::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, AuthorizeError, Authorizer,
     CLIENT_METADATA_URL, CREDENTIAL_STORE, CredentialStore,
 };
+pub use call::{CallOptions, View};
 pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};
