@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::serve;
+
 const AFTER_HELP: &str = "\
 Configuration:
   The config is the first of: --config PATH, $RUNVIL_MCP_CONFIG, ./mcp.json,
@@ -69,8 +71,11 @@ Examples:
   runvil call docs search '{\"q\": \"tokio\"}' --wait 60   wait for docs, through its retries";
 
 const SERVE_EXAMPLES: &str = "\
-Example (the command an MCP client starts; README.md has each client's config):
-  runvil serve --config ~/.config/runvil/mcp.json";
+Examples:
+  runvil serve --config ~/.config/runvil/mcp.json    the command an MCP client starts
+                                                     (README.md has each client's config)
+  runvil serve --http 127.0.0.1:8080                 a gateway at http://127.0.0.1:8080/mcp
+                                                     for the clients of this machine";
 
 const CHECK_EXAMPLES: &str = "\
 Examples:
@@ -161,6 +166,8 @@ pub(crate) enum Command {
         /// Seconds a request about one server waits for it to leave `loading`.
         #[arg(long, value_name = "SECS", default_value_t = DEFAULT_WAIT_SECS)]
         wait: u64,
+        #[command(flatten)]
+        http: HttpArgs,
     },
     /// Say whether each server of the config is accepted or refused, and why, without
     /// connecting to any. Exits 0 when every entry is accepted, 1 otherwise.
@@ -248,6 +255,54 @@ pub(crate) enum Command {
         #[command(flatten)]
         source: Source,
     },
+}
+
+// The HTTP server's flags (`serve --http`): where it listens, its session key, TLS, how it
+// stops, and each identity's limits.
+
+/// `runvil serve --http`'s flags of the server itself.
+#[derive(Debug, Args)]
+pub(crate) struct HttpArgs {
+    /// Serve over Streamable HTTP at this address and port (127.0.0.1:8080, localhost:8080,
+    /// [::]:443) instead of stdio; the MCP endpoint is /mcp. Without authentication only a
+    /// loopback address is allowed.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<String>,
+    /// The key session ids are sealed under, the same file for every instance of the gateway:
+    /// 64 hex characters, 0600; created when missing [default: session.key beside the pins
+    /// file]
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub(crate) session_key_file: Option<PathBuf>,
+    /// Speak TLS with this PEM certificate chain (with --tls-key); without it, plain HTTP for
+    /// a proxy in front.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// Seconds calls in flight get to finish after SIGTERM before they are cancelled.
+    #[arg(long, value_name = "SECS", default_value_t = serve::http::DEFAULT_DRAIN_SECS)]
+    pub(crate) drain: u64,
+    /// The longest a call may take, its wait for the server included.
+    #[arg(long, value_name = "SECS", default_value_t = serve::http::DEFAULT_CALL_TIMEOUT_SECS,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) call_timeout: u64,
+    /// Requests a second each identity may make, over time.
+    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_RATE,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) rate: u32,
+    /// Requests each identity may make at once after a pause.
+    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_BURST,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) burst: u32,
+    /// Requests of one identity in flight at once.
+    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_MAX_REQUESTS,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_requests: u32,
+    /// Calls of one identity answering with their progress (an event stream) at once.
+    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_MAX_STREAMS,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_streams: u32,
 }
 
 /// Where the config comes from.

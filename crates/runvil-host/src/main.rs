@@ -1,6 +1,6 @@
 //! `runvil`: a small Host for the `plugin_mcp` Pack. It installs the Plugin through the
 //! contract only, lends it this process's tokio runtime, and offers the Pack's two tools on
-//! the command line (`tools`, `call`) and as an MCP server on stdio (`serve`).
+//! the command line (`tools`, `call`) and as an MCP server (`serve`), on stdio or over HTTP.
 //!
 //! # Layout
 //!
@@ -11,7 +11,9 @@
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
 //! - `logging`: log lines on stderr, only the Pack's and runvil's below WARN.
 //! - `check`, `serve`, `demo`, `login` (with `logout`), `edit` (`add` and `remove`): one
-//!   command each. `signals`: what stops a command, and its exit code.
+//!   command each. `serve` has its two rooms: `serve::stdio` and `serve::http` (the team
+//!   gateway). `signals`: what stops a command, and its exit code.
+//! - `gateway`: who the HTTP gateway lets in, what each may use, what it records.
 //! - `trust`: reviewing and approving the tools the Pack holds.
 //! - `record_file`: the one kind of state file; `credentials`: the file where logins are kept;
 //!   `pins`: the file of the tool definitions the user trusts.
@@ -27,6 +29,7 @@ mod credentials;
 mod demo;
 mod discovery;
 mod edit;
+mod gateway;
 mod host;
 mod logging;
 mod login;
@@ -59,8 +62,12 @@ fn main() -> ExitCode {
         // No runtime: `check` must not let the Pack's connection tasks run at all.
         Command::Check { source } => check::run(&source),
         Command::Demo => block_on(demo::run()),
-        Command::Serve { source, wait } => {
-            block_on(serve::run(&source, std::time::Duration::from_secs(wait)))
+        Command::Serve { source, wait, http } => {
+            let wait = std::time::Duration::from_secs(wait);
+            match serve::http::Settings::of(http) {
+                None => block_on(serve::run_stdio(&source, wait)),
+                Some(settings) => block_on(serve::http::run(&source, wait, settings)),
+            }
         }
         Command::Tools {
             namespace,
