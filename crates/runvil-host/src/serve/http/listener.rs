@@ -100,7 +100,7 @@ where
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(SEND_TIMEOUT)
-        .max_buf_size(MAX_HEADER_BYTES)
+        .max_header_size(MAX_HEADER_BYTES)
         .serve_connection(TokioIo::new(io), service);
     let _ = watcher.watch(connection).await;
 }
