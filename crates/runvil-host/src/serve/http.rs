@@ -38,6 +38,8 @@ mod record;
 mod rpc;
 mod session;
 mod session_key;
+#[cfg(test)]
+mod tests;
 mod tls;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -55,6 +57,7 @@ use crate::cli::{HttpArgs, Source};
 use crate::discovery;
 use crate::gateway::{AuditError, AuditLine, Gateway};
 use crate::host::EXIT_OTHER;
+use crate::signals;
 
 pub(crate) use limits::{DEFAULT_BURST, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_STREAMS, DEFAULT_RATE};
 
@@ -120,6 +123,27 @@ struct Server {
 }
 
 impl Server {
+    fn new(
+        served: Served,
+        gateway: Gateway,
+        key: session::SessionKey,
+        settings: &Settings,
+    ) -> Self {
+        // rmcp's tools are names, texts and JSON objects: they always serialize.
+        let tools = serde_json::to_value(served.tools()).unwrap_or_default();
+        Self {
+            tools,
+            served,
+            gateway: Arc::new(gateway),
+            key,
+            limits: limits::Limits::new(settings.limits),
+            in_flight: Arc::default(),
+            calls: TaskTracker::new(),
+            ended: CancellationToken::new(),
+            call_timeout: settings.call_timeout,
+        }
+    }
+
     /// Writes an audit line; a line that cannot be kept is said in the log, and the error
     /// answered for the caller to act on.
     fn record(&self, line: AuditLine) -> Result<(), AuditError> {
@@ -191,24 +215,8 @@ pub(crate) async fn run(source: &Source, wait: Duration, settings: Settings) -> 
     }
     discovery::say_warnings(&config.warnings);
     let served = Served::new(Arc::clone(&pack), wait);
-    let server = Arc::new(Server {
-        tools: Value::Array(
-            served
-                .tools()
-                .iter()
-                .map(|tool| serde_json::to_value(tool).unwrap_or_default())
-                .collect(),
-        ),
-        served,
-        gateway: Arc::new(gateway),
-        key,
-        limits: limits::Limits::new(settings.limits),
-        in_flight: Arc::default(),
-        calls: TaskTracker::new(),
-        ended: CancellationToken::new(),
-        call_timeout: settings.call_timeout,
-    });
-    let stop = listener::serve(listener, tls, server, settings.drain).await;
+    let server = Arc::new(Server::new(served, gateway, key, &settings));
+    let stop = listener::serve(listener, tls, server, settings.drain, signals::stopped()).await;
     pack.shutdown().await;
     stop.exit_code()
 }

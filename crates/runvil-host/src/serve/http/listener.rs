@@ -19,7 +19,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::Server;
 use super::endpoint::{self, SEND_TIMEOUT};
-use crate::signals::{self, Stop};
+use crate::signals::Stop;
 
 /// The most bytes of a request's line and headers: far more than any client sends, a bound on
 /// what a request can make the gateway hold before it is read.
@@ -30,16 +30,17 @@ pub(crate) const MAX_CONNECTIONS: usize = 1024;
 /// How long cancelled calls get to write their audit lines once the drain has run out.
 const CANCELLED_CALLS_END: Duration = Duration::from_secs(5);
 
-/// Serves `listener` until a stop signal, then drains for up to `drain`; answers the signal.
+/// Serves `listener` until `stop` (a signal), then drains for up to `drain`; answers the
+/// signal.
 pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     server: Arc<Server>,
     drain: Duration,
+    stop: impl Future<Output = Stop>,
 ) -> Stop {
     let graceful = GracefulShutdown::new();
     let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let stop = signals::stopped();
     tokio::pin!(stop);
     let stop = loop {
         let place = tokio::select! {
