@@ -38,7 +38,8 @@ impl Answer {
         }
     }
 
-    fn empty() -> Self {
+    /// No body.
+    pub(crate) fn empty() -> Self {
         Self {
             kind: Kind::Whole(None),
             _held: Vec::new(),

@@ -149,28 +149,38 @@ pub(crate) async fn call(
             server.calls.spawn(async move {
                 let _registered = registered;
                 let progress = token.map(|token| (token, events.clone()));
-                let answer = work.run(progress, &id, revision).await;
-                events.send(&answer).await;
+                if let Some(answer) = work.run(progress, &id, revision).await {
+                    events.send(&answer).await;
+                }
             });
             let reply = answer::stream(body);
             answer::holding(reply, (admitted, place, guard))
         }
         None => {
             let (sender, receiver) = oneshot::channel();
+            let id_of_call = id.clone();
             server.calls.spawn(async move {
                 let _registered = registered;
                 let _ = sender.send(work.run(None, &id, revision).await);
             });
             let answer = receiver.await.unwrap_or_else(|_| {
-                rpc::error(
-                    &Value::Null,
-                    INTERNAL_ERROR,
-                    "the call ended inside runvil",
-                    None,
-                )
+                let ended = "the call ended inside runvil";
+                Some(rpc::error(&Value::Null, INTERNAL_ERROR, ended, None))
             });
             drop(guard);
-            answer::holding(answer::json(hyper::StatusCode::OK, &answer), admitted)
+            let reply = match answer {
+                Some(answer) => answer::json(hyper::StatusCode::OK, &answer),
+                // The client cancelled: it is not answered, so its stream ends empty.
+                None if accepts.events => answer::stream(Answer::empty()),
+                None => {
+                    let cancelled = "the call was cancelled";
+                    answer::json(
+                        hyper::StatusCode::OK,
+                        &rpc::error(&id_of_call, INTERNAL_ERROR, cancelled, None),
+                    )
+                }
+            };
+            answer::holding(reply, admitted)
         }
     }
 }
@@ -187,8 +197,14 @@ struct Work {
 
 impl Work {
     /// Runs the call to its end, with its progress on `events` under the client's token,
-    /// writes its audit line, and answers the JSON-RPC message that ends it.
-    async fn run(self, progress: Option<(Value, Events)>, id: &Value, revision: Revision) -> Value {
+    /// writes its audit line, and answers the JSON-RPC message that ends it: none for a call
+    /// its client cancelled.
+    async fn run(
+        self,
+        progress: Option<(Value, Events)>,
+        id: &Value,
+        revision: Revision,
+    ) -> Option<Value> {
         let Work {
             server,
             offered,
@@ -241,16 +257,20 @@ impl Work {
         let line = facts.line(&ended, started.elapsed());
         let kept = server.record(line);
         let outcome = match ended {
-            Ended::Cancelled => {
-                return rpc::error(id, INTERNAL_ERROR, "the call was cancelled", None);
+            // A call its client cancelled is not answered, as the specification asks; one
+            // the drain ended is, so its client knows why.
+            Ended::Cancelled if server.ended.is_cancelled() => {
+                let ended = "runvil is shutting down: the call was cancelled";
+                return Some(rpc::error(id, INTERNAL_ERROR, ended, None));
             }
+            Ended::Cancelled => return None,
             Ended::TimedOut => Err(ToolError::Transport(format!(
                 "the call did not finish within {} s, the gateway's bound on a call",
                 bound.as_secs()
             ))),
             Ended::Answered(outcome) => outcome,
         };
-        match kept {
+        Some(match kept {
             Ok(()) => finished_message(id, revision, &outcome),
             Err(e) => {
                 let withheld = Err(ToolError::Transport(format!(
@@ -258,7 +278,7 @@ impl Work {
                 )));
                 finished_message(id, revision, &withheld)
             }
-        }
+        })
     }
 }
 

@@ -81,10 +81,12 @@ pub(crate) async fn serve(
     let finished = async {
         tokio::join!(graceful.shutdown(), server.calls.wait());
     };
-    if tokio::time::timeout(drain, finished).await.is_err() {
+    tokio::pin!(finished);
+    if tokio::time::timeout(drain, &mut finished).await.is_err() {
         eprintln!("runvil: the drain ran out: cancelling the calls still running");
         server.ended.cancel();
-        let _ = tokio::time::timeout(CANCELLED_CALLS_END, server.calls.wait()).await;
+        // The cancelled calls write their audit lines and answer, and their connections close.
+        let _ = tokio::time::timeout(CANCELLED_CALLS_END, finished).await;
     }
     stop
 }
