@@ -16,6 +16,8 @@
 //! - `record_file`: the one kind of state file; `credentials`: the file where logins are kept;
 //!   `pins`: the file of the tool definitions the user trusts.
 //! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
+//! - `gateway`: the team gateway's authentication, policy and audit trail (`serve --http`),
+//!   and the commands `audit` and `gateway-key`.
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -27,6 +29,10 @@ mod credentials;
 mod demo;
 mod discovery;
 mod edit;
+// The gateway's HTTP server (issue 29) is merged beside it; until then only `audit` and
+// `gateway-key` use it.
+#[allow(dead_code, unused_imports)]
+mod gateway;
 mod host;
 mod logging;
 mod login;
@@ -59,9 +65,19 @@ fn main() -> ExitCode {
         // No runtime: `check` must not let the Pack's connection tasks run at all.
         Command::Check { source } => check::run(&source),
         Command::Demo => block_on(demo::run()),
-        Command::Serve { source, wait } => {
-            block_on(serve::run(&source, std::time::Duration::from_secs(wait)))
-        }
+        Command::Serve {
+            source,
+            wait,
+            gateway,
+        } => match gateway.first_given() {
+            // Who is let in, what each may use and what is recorded are the HTTP gateway's:
+            // stdio has one client, the process that started runvil.
+            Some(flag) => {
+                eprintln!("runvil: {flag} is a flag of the HTTP gateway (`runvil serve --http`)");
+                host::EXIT_INVALID
+            }
+            None => block_on(serve::run(&source, std::time::Duration::from_secs(wait))),
+        },
         Command::Tools {
             namespace,
             tool,
@@ -103,6 +119,37 @@ fn main() -> ExitCode {
             config,
         } => edit::add(&name, &url, &headers, force, config.as_deref()),
         Command::Remove { name, config } => edit::remove(&name, config.as_deref()),
+        Command::Audit {
+            audit,
+            follow,
+            since,
+            namespace,
+            tool,
+            identity,
+        } => {
+            let filter = gateway::Filter {
+                since,
+                namespace,
+                tool,
+                identity,
+            };
+            gateway::read_audit(audit, follow, &filter)
+        }
+        Command::GatewayKey { name } => match gateway::new_key(&name) {
+            Ok((key, line)) => {
+                host::say(&key);
+                host::say(&line);
+                eprintln!(
+                    "runvil: line 1 is the key, shown this once: the client sends it as \
+                     `Authorization: Bearer KEY`. Line 2 goes into the --api-keys file."
+                );
+                host::EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("runvil: {e}");
+                host::EXIT_INVALID
+            }
+        },
         Command::Completions { shell } => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "runvil", &mut std::io::stdout());

@@ -1,0 +1,155 @@
+//! The team gateway's three questions, answered for `runvil serve --http`: who is let in
+//! (`gatekeeper`, with the issuer's keys in `issuer`, access tokens in `token` and API keys in
+//! `api_keys`, each request ending as an `identity`), what each may use (`policy`), and what is
+//! recorded (`audit`: the line, the file it is appended to, and `runvil audit`, which reads it).
+//!
+//! The HTTP server asks; this module decides. It never sees a request's arguments or results
+//! beyond the hash and the size the audit line keeps, and nothing it says (a refusal's
+//! reason, an error, a log line, a `Debug`) holds a token, a key or a key's hash.
+
+mod api_keys;
+mod audit;
+mod gatekeeper;
+mod identity;
+mod issuer;
+mod policy;
+mod token;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub(crate) use api_keys::new_key;
+pub(crate) use audit::{
+    AuditError, AuditLine, AuditSink, FileSink, Outcome, args_sha256, default_audit_path,
+    read::{Filter, parse_duration, read as read_audit},
+};
+pub(crate) use gatekeeper::{Gatekeeper, GatekeeperSettings, Refusal};
+pub(crate) use identity::Identity;
+pub(crate) use policy::Policy;
+
+use crate::cli::GatewayArgs;
+
+/// The most bytes a file of the gateway's settings (`--api-keys`, `--policy`) may hold: far
+/// more than thousands of keys or rules, and a bound on a file that never ends.
+pub(crate) const MAX_SETTINGS_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Errors of this boundary: bad flags and files that cannot be used. Each names the flag or
+/// the file (and the line or rule), never a value read from them.
+#[derive(Debug, PartialEq)]
+pub(crate) enum GatewayError {
+    /// A flag's value, or flags that do not go together.
+    Flag {
+        /// The flag, as written on the command line: `--auth-issuer`.
+        flag: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A file of the gateway's that cannot be used.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line or rule where there is one.
+        problem: String,
+    },
+}
+
+impl GatewayError {
+    fn flag(flag: &'static str, problem: impl Into<String>) -> Self {
+        Self::Flag {
+            flag,
+            problem: problem.into(),
+        }
+    }
+
+    fn file(path: &std::path::Path, problem: impl Into<String>) -> Self {
+        Self::File {
+            path: path.to_owned(),
+            problem: problem.into(),
+        }
+    }
+}
+
+impl fmt::Display for GatewayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Flag { flag, problem } => write!(f, "{flag}: {problem}"),
+            Self::File { path, problem } => write!(f, "{}: {problem}", path.display()),
+        }
+    }
+}
+
+/// Reads a file of the gateway's settings whole, within [`MAX_SETTINGS_FILE_BYTES`].
+fn read_settings_file(path: &std::path::Path) -> Result<String, GatewayError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| GatewayError::file(path, e.to_string()))?;
+    let metadata = file
+        .metadata()
+        .map_err(|e| GatewayError::file(path, e.to_string()))?;
+    if !metadata.is_file() {
+        return Err(GatewayError::file(path, "not a file"));
+    }
+    let mut text = String::new();
+    // One byte past the cap tells a file at the cap from a longer one.
+    file.take(MAX_SETTINGS_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => GatewayError::file(path, "not UTF-8 text"),
+            _ => GatewayError::file(path, e.to_string()),
+        })?;
+    if text.len() as u64 > MAX_SETTINGS_FILE_BYTES {
+        return Err(GatewayError::file(
+            path,
+            format!("larger than {MAX_SETTINGS_FILE_BYTES} bytes"),
+        ));
+    }
+    Ok(text)
+}
+
+/// What the HTTP server holds for its whole run: the gatekeeper, the policy and the audit
+/// trail, built from the flags before it listens.
+pub(crate) struct Gateway {
+    pub(crate) gatekeeper: Gatekeeper,
+    pub(crate) policy: Policy,
+    pub(crate) audit: Arc<dyn AuditSink>,
+}
+
+impl Gateway {
+    /// From the flags of `runvil serve --http`: reads the key file and the policy, opens the
+    /// audit file (`--audit`, else `audit.jsonl` beside the pins file), and refuses to serve a
+    /// non-loopback address without authentication. No network I/O.
+    pub(crate) fn from_args(args: &GatewayArgs, loopback: bool) -> Result<Self, GatewayError> {
+        let gatekeeper = Gatekeeper::from_settings(GatekeeperSettings {
+            issuer: args.auth_issuer.clone(),
+            resource: args.resource.clone(),
+            required_scopes: args.required_scope.clone(),
+            api_keys: args.api_keys.clone(),
+        })?;
+        if gatekeeper.is_open() && !loopback {
+            return Err(GatewayError::flag(
+                "--http",
+                "a gateway on an address other than loopback needs authentication: \
+                 --auth-issuer with --resource, or --api-keys",
+            ));
+        }
+        let policy = match &args.policy {
+            Some(path) => Policy::load(path)?,
+            None => Policy::allow_all(),
+        };
+        let audit_path = match &args.audit {
+            Some(path) => path.clone(),
+            None => default_audit_path().ok_or_else(|| {
+                GatewayError::flag(
+                    "--audit",
+                    "no place for the audit file: set HOME or --audit",
+                )
+            })?,
+        };
+        let audit = Arc::new(FileSink::open(&audit_path)?);
+        Ok(Self {
+            gatekeeper,
+            policy,
+            audit,
+        })
+    }
+}
