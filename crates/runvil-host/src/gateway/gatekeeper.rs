@@ -306,4 +306,6 @@ fn bearer(header: Option<&[u8]>) -> Presented<'_> {
 }
 
 #[cfg(test)]
+mod real_provider;
+#[cfg(test)]
 mod tests;
