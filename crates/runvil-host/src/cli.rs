@@ -48,6 +48,8 @@ Files:
   server's tools as they are first listed, then hold a tool that changes, or a new one,
   until `runvil trust NAMESPACE` approves it. Both files are 0600; runvil refuses one that
   other users may read or change, and never replaces a file it cannot read.
+  The gateway (`runvil serve --http`) appends its audit trail to audit.jsonl in that same
+  folder, or to --audit FILE; `runvil audit` reads it.
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
 

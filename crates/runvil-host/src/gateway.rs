@@ -153,3 +153,134 @@ impl Gateway {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every limit of the gateway, as `policy/gateway.md` writes it.
+    fn limits() -> Vec<(&'static str, String)> {
+        let secs = |d: std::time::Duration| format!("{} s", d.as_secs());
+        let algorithms: Vec<String> = issuer::ACCEPTED_ALGORITHMS
+            .iter()
+            .map(|alg| format!("{alg:?}"))
+            .collect();
+        vec![
+            ("ISSUER_FETCH_DEADLINE", secs(issuer::ISSUER_FETCH_DEADLINE)),
+            (
+                "MAX_ISSUER_ANSWER_BYTES",
+                issuer::MAX_ISSUER_ANSWER_BYTES.to_string(),
+            ),
+            ("JWKS_REFETCH_INTERVAL", secs(issuer::JWKS_REFETCH_INTERVAL)),
+            ("JWKS_RETRY_INTERVAL", secs(issuer::JWKS_RETRY_INTERVAL)),
+            ("JWKS_MAX_AGE", secs(issuer::JWKS_MAX_AGE)),
+            ("ACCEPTED_ALGORITHMS", algorithms.join(", ")),
+            ("MAX_CLOCK_SKEW", secs(token::MAX_CLOCK_SKEW)),
+            ("MAX_TOKEN_BYTES", token::MAX_TOKEN_BYTES.to_string()),
+            ("MAX_CACHED_TOKENS", token::MAX_CACHED_TOKENS.to_string()),
+            (
+                "MAX_SETTINGS_FILE_BYTES",
+                MAX_SETTINGS_FILE_BYTES.to_string(),
+            ),
+            (
+                "MAX_KEY_NAME_CHARS",
+                api_keys::MAX_KEY_NAME_CHARS.to_string(),
+            ),
+            (
+                "MAX_LOGGED_NAME_CHARS",
+                policy::MAX_LOGGED_NAME_CHARS.to_string(),
+            ),
+            (
+                "MAX_AUDIT_FIELD_CHARS",
+                audit::MAX_AUDIT_FIELD_CHARS.to_string(),
+            ),
+            (
+                "MAX_AUDIT_FILE_BYTES",
+                audit::file::MAX_AUDIT_FILE_BYTES.to_string(),
+            ),
+            (
+                "AUDIT_FILES_KEPT",
+                audit::file::AUDIT_FILES_KEPT.to_string(),
+            ),
+            (
+                "AUDIT_QUEUE_LINES",
+                audit::file::AUDIT_QUEUE_LINES.to_string(),
+            ),
+            (
+                "MAX_AUDIT_LINE_BYTES",
+                audit::read::MAX_AUDIT_LINE_BYTES.to_string(),
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_limits_match_policy_gateway_md() {
+        let page = include_str!("../../../policy/gateway.md");
+        let rows: Vec<(String, String)> = page
+            .lines()
+            .filter_map(|line| {
+                let mut cells = line.split(" | ");
+                let name = cells.next()?.strip_prefix("| `")?.strip_suffix('`')?;
+                let value = cells.next()?.strip_prefix('`')?.strip_suffix('`')?;
+                Some((name.to_owned(), value.to_owned()))
+            })
+            .collect();
+        let code: Vec<(String, String)> = limits()
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        for row in &code {
+            assert!(
+                rows.contains(row),
+                "policy/gateway.md lacks or differs: {row:?}"
+            );
+        }
+        for row in &rows {
+            assert!(
+                code.contains(row),
+                "policy/gateway.md has a row the code lacks: {row:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_gateway_off_loopback_needs_authentication_and_its_files_are_read_at_start() {
+        let dir = std::env::temp_dir().join(format!("runvil-gateway-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let audit = dir.join("audit.jsonl");
+        let args = GatewayArgs {
+            audit: Some(audit.clone()),
+            ..GatewayArgs::default()
+        };
+        let error = Gateway::from_args(&args, false).err().expect("refused");
+        assert_eq!(
+            error.to_string(),
+            "--http: a gateway on an address other than loopback needs authentication: \
+             --auth-issuer with --resource, or --api-keys"
+        );
+        let gateway = Gateway::from_args(&args, true).expect("loopback, open");
+        assert!(gateway.gatekeeper.is_open());
+        drop(gateway);
+        assert!(audit.exists(), "the audit file is opened at start");
+
+        let policy = dir.join("policy.json");
+        std::fs::write(
+            &policy,
+            r#"{"rules": [{"match": {"sub": "a"}, "allow": ["ns"]}]}"#,
+        )
+        .expect("written");
+        let args = GatewayArgs {
+            policy: Some(policy.clone()),
+            ..args
+        };
+        let error = Gateway::from_args(&args, true).err().expect("refused");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}: rules[0].allow[0] is not `*`, `NAMESPACE/*` or `NAMESPACE/TOOL`",
+                policy.display()
+            )
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -111,21 +111,25 @@ fn audit_prints_the_lines_the_filters_keep_oldest_file_first() {
     assert_eq!(tools_of(&output.stdout), ["t1", "t2", "t3", "t4", "t5"]);
     assert_eq!(
         text(&output.stderr),
-        format!(
-            "runvil: 2 line(s) of {path}.1 are not audit lines of format 1; skipped\n"
-        )
+        format!("runvil: 2 line(s) of {path}.1 are not audit lines of format 1; skipped\n")
     );
     // Each line is printed as the format writes it.
-    let first: Value = serde_json::from_str(text(&output.stdout).lines().next().expect("a line"))
-        .expect("JSON");
-    assert_eq!(first, serde_json::from_str::<Value>(&line(old, "alice", "docs", "t1", "ok")).expect("JSON"));
+    let first: Value =
+        serde_json::from_str(text(&output.stdout).lines().next().expect("a line")).expect("JSON");
+    assert_eq!(
+        first,
+        serde_json::from_str::<Value>(&line(old, "alice", "docs", "t1", "ok")).expect("JSON")
+    );
 
     for (args, want) in [
         (vec!["--ns", "docs"], vec!["t1", "t3", "t4"]),
         (vec!["--tool", "t5"], vec!["t5"]),
         (vec!["--identity", "key:ci"], vec!["t2", "t5"]),
         (vec!["--since", "2h"], vec!["t3", "t4", "t5"]),
-        (vec!["--since", "4h", "--identity", "alice"], vec!["t1", "t3"]),
+        (
+            vec!["--since", "4h", "--identity", "alice"],
+            vec!["t1", "t3"],
+        ),
         (vec!["--ns", "nope"], vec![]),
     ] {
         let output = audit(&args);
@@ -175,26 +179,41 @@ fn audit_follow_prints_new_lines_across_a_rotation() {
     let dir = Temp::dir();
     let path = dir.write(
         "audit.jsonl",
-        &format!("{}\n", line(SystemTime::now(), "alice", "docs", "before", "ok")),
+        &format!(
+            "{}\n",
+            line(SystemTime::now(), "alice", "docs", "before", "ok")
+        ),
     );
-    let mut child = runvil_command(&["audit", "--follow", "--audit", path.to_str().expect("a path")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("runvil runs");
+    let mut child = runvil_command(&[
+        "audit",
+        "--follow",
+        "--audit",
+        path.to_str().expect("a path"),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("runvil runs");
     let (sender, lines) = mpsc::channel();
     let stdout = child.stdout.take().expect("stdout");
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { return };
             let value: Value = serde_json::from_str(&line).expect("a JSON line");
-            if sender.send(value["tool"].as_str().unwrap_or_default().to_owned()).is_err() {
+            if sender
+                .send(value["tool"].as_str().unwrap_or_default().to_owned())
+                .is_err()
+            {
                 return;
             }
         }
     });
     // A bound on a test that would otherwise hang, not a timing assertion.
-    let next = || lines.recv_timeout(Duration::from_secs(60)).expect("a line is printed");
+    let next = || {
+        lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a line is printed")
+    };
     assert_eq!(next(), "before");
 
     let append = |tool: &str| {
@@ -203,7 +222,12 @@ fn audit_follow_prints_new_lines_across_a_rotation() {
             .create(true)
             .open(&path)
             .expect("the audit file");
-        writeln!(file, "{}", line(SystemTime::now(), "alice", "docs", tool, "ok")).expect("written");
+        writeln!(
+            file,
+            "{}",
+            line(SystemTime::now(), "alice", "docs", tool, "ok")
+        )
+        .expect("written");
     };
     append("appended");
     assert_eq!(next(), "appended");

@@ -19,7 +19,7 @@
 //! Where lines go is an [`AuditSink`]: the file now (`file`), the team store later. `read` is
 //! `runvil audit`.
 
-mod file;
+pub(crate) mod file;
 pub(crate) mod read;
 
 use std::fmt;

@@ -35,7 +35,10 @@ fn skipped(why: &str) {
 
 /// `npm ci` in the provider's folder unless its pinned packages are there.
 fn install() -> Result<(), String> {
-    if Path::new(FOLDER).join("node_modules/oidc-provider/package.json").exists() {
+    if Path::new(FOLDER)
+        .join("node_modules/oidc-provider/package.json")
+        .exists()
+    {
         return Ok(());
     }
     let output = std::process::Command::new("npm")
@@ -68,7 +71,10 @@ async fn token_for(issuer: &str, resource: &str) -> String {
     let answer = reqwest::Client::new()
         .post(format!("{issuer}/token"))
         .basic_auth(CLIENT_ID, Some(CLIENT_SECRET))
-        .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
         .body(form)
         .send()
         .await
@@ -76,7 +82,10 @@ async fn token_for(issuer: &str, resource: &str) -> String {
     assert_eq!(answer.status(), 200, "a token for {resource}");
     let body = answer.bytes().await.expect("a token answer");
     let body: Value = serde_json::from_slice(&body).expect("JSON");
-    body["access_token"].as_str().expect("an access token").to_owned()
+    body["access_token"]
+        .as_str()
+        .expect("an access token")
+        .to_owned()
 }
 
 #[tokio::test]
@@ -85,7 +94,13 @@ async fn a_real_openid_provider_s_token_is_let_in_for_its_resource_only() {
         return skipped(&why);
     }
     let provider = tokio::process::Command::new("node")
-        .args(["provider.mjs", CLIENT_ID, CLIENT_SECRET, RESOURCE, OTHER_RESOURCE])
+        .args([
+            "provider.mjs",
+            CLIENT_ID,
+            CLIENT_SECRET,
+            RESOURCE,
+            OTHER_RESOURCE,
+        ])
         .current_dir(FOLDER)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -119,7 +134,11 @@ async fn a_real_openid_provider_s_token_is_let_in_for_its_resource_only() {
         .admit(Some(header.as_bytes()))
         .await
         .expect("the provider's token for the resource is let in");
-    assert_eq!(identity.label(), CLIENT_ID, "client credentials: sub is the client");
+    assert_eq!(
+        identity.label(),
+        CLIENT_ID,
+        "client credentials: sub is the client"
+    );
 
     let other = format!("Bearer {}", token_for(&issuer, OTHER_RESOURCE).await);
     let refusal = gatekeeper

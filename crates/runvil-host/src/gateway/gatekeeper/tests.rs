@@ -639,3 +639,64 @@ fn bad_settings_name_the_flag_and_never_the_value() {
         assert!(!error.contains("secret-x"));
     }
 }
+
+/// Canary values in every part of a token (its claims, its header, its signature), in an API
+/// key, and in the header around them reach no refusal, no `Debug` and no log line of any
+/// level.
+#[tokio::test]
+async fn no_token_key_or_canary_reaches_a_refusal_or_a_log_line() {
+    use shared_mcp_fixture::canaries::{CANARY, HEADER, assert_clean};
+
+    #[derive(Clone, Default)]
+    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lines").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+
+    let idp = IdentityProvider::start().await;
+    let gatekeeper = gatekeeper(&idp);
+    let mut said = Vec::new();
+    let mut claims = idp.claims(RESOURCE, CANARY);
+    claims["groups"] = json!([HEADER]);
+    let good = idp.token(&claims);
+    let identity = admit(&gatekeeper, &good).await.expect("admitted");
+    said.push(format!("{identity:?}").replace(CANARY, "the-sub"));
+    let mut expired = claims.clone();
+    expired["exp"] = json!(now() - 600);
+    for token in [
+        idp.token(&expired),
+        idp.sign(&json!({"alg": "ES256", "kid": CANARY}), &claims),
+        idp.sign(&json!({"alg": "none", "kid": HEADER}), &claims),
+        format!("{good}{CANARY}"),
+        format!("rvk_{CANARY}"),
+        format!("{CANARY}.{HEADER}.{CANARY}"),
+    ] {
+        let refusal = admit(&gatekeeper, &token).await.expect_err("refused");
+        said.push(format!("{refusal:?}"));
+    }
+    let header = format!("Basic {CANARY}");
+    said.push(format!(
+        "{:?}",
+        gatekeeper.admit(Some(header.as_bytes())).await
+    ));
+    let logged = String::from_utf8(lines.0.lock().expect("lines").clone()).expect("text");
+    assert_clean("the log", &logged);
+    for text in &said {
+        assert_clean("a refusal", text);
+        assert!(!text.contains(&good[good.len() - 20..]), "{text}");
+    }
+}
