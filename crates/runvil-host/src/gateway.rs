@@ -154,6 +154,48 @@ impl Gateway {
     }
 }
 
+/// Log lines of this thread, at every level, for the tests that prove what is and is not
+/// logged.
+#[cfg(test)]
+pub(crate) struct CapturedLogs {
+    lines: Arc<std::sync::Mutex<Vec<u8>>>,
+    _installed: tracing::subscriber::DefaultGuard,
+}
+
+#[cfg(test)]
+impl CapturedLogs {
+    /// Captures from now until dropped.
+    pub(crate) fn start() -> Self {
+        #[derive(Clone)]
+        struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().expect("lines").extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let writer = Lines(Arc::clone(&lines));
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        Self {
+            lines,
+            _installed: tracing::subscriber::set_default(subscriber),
+        }
+    }
+
+    /// What was logged so far.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.lines.lock().expect("lines")).into_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

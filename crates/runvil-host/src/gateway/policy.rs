@@ -512,43 +512,18 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// Log lines written while `f` runs, at every level.
-    fn logged(f: impl FnOnce()) -> String {
-        #[derive(Clone, Default)]
-        struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl std::io::Write for Lines {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().expect("lines").extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let lines = Lines::default();
-        let writer = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish();
-        tracing::subscriber::with_default(subscriber, f);
-        let bytes = lines.0.lock().expect("lines").clone();
-        String::from_utf8(bytes).expect("text")
-    }
-
     /// A call the policy refuses is logged here, naming the identity, the namespace and the
     /// tool with the reason; an allowed one, and a listing's checks, are not.
     #[test]
     fn each_refused_call_is_logged_with_its_reason_and_nothing_else_is() {
         let policy = example();
         let alice = subject(json!({"sub": "alice@example.com", "groups": ["sales"]}));
-        let log = logged(|| {
-            assert!(policy.allows_call(&alice, "github", "create_issue"));
-            assert!(!policy.allows(&alice, "build", "listed"));
-            assert!(!policy.allows_call(&alice, "docs", "delete"));
-            assert!(!policy.allows_call(&subject(json!({"sub": "eve"})), "docs", "search\nforged"));
-        });
+        let captured = crate::gateway::CapturedLogs::start();
+        assert!(policy.allows_call(&alice, "github", "create_issue"));
+        assert!(!policy.allows(&alice, "build", "listed"));
+        assert!(!policy.allows_call(&alice, "docs", "delete"));
+        assert!(!policy.allows_call(&subject(json!({"sub": "eve"})), "docs", "search\nforged"));
+        let log = captured.text();
         let lines: Vec<&str> = log.lines().collect();
         assert_eq!(lines.len(), 2, "{log}");
         assert!(lines[0].contains("WARN"), "{log}");

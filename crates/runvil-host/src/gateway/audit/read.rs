@@ -82,7 +82,7 @@ pub(crate) fn read(path: Option<PathBuf>, follow: bool, filter: &Filter) -> u8 {
     let oldest = filter
         .since
         .and_then(|since| SystemTime::now().checked_sub(since));
-    let mut files: Vec<PathBuf> = (1..=AUDIT_FILES_KEPT)
+    let files: Vec<PathBuf> = (1..=AUDIT_FILES_KEPT)
         .rev()
         .map(|n| rotated(&path, n))
         .filter(|p| p.exists())
@@ -95,50 +95,46 @@ pub(crate) fn read(path: Option<PathBuf>, follow: bool, filter: &Filter) -> u8 {
             return EXIT_OTHER;
         }
     };
-    let table = std::io::stdout().is_terminal();
-    let mut printed = Vec::new();
-    for file in &files {
-        match File::open(file) {
-            Ok(opened) => read_all(&mut Lines::new(opened), file, filter, oldest, &mut printed),
-            // Rotated away meanwhile: its lines are in the next file.
-            Err(_) => continue,
-        }
-    }
+    let mut out = Output::new(std::io::stdout().is_terminal());
     let mut current = current.map(Lines::new);
-    if let Some(lines) = &mut current {
-        read_all(lines, &path, filter, oldest, &mut printed);
-    }
-    files.push(path.clone());
-    let mut out = Output::new(table, &printed);
-    for line in &printed {
-        if out.print(line).is_err() {
-            return EXIT_OK;
+    let read = (|| {
+        for file in &files {
+            // Rotated away meanwhile: its lines are in the next file.
+            if let Ok(opened) = File::open(file) {
+                print_all(&mut Lines::new(opened), file, filter, oldest, &mut out)?;
+            }
         }
-    }
-    if follow {
+        if let Some(lines) = &mut current {
+            print_all(lines, &path, filter, oldest, &mut out)?;
+        }
+        out.settle()
+    })();
+    if read.is_ok() && follow {
         follow_file(&path, current, filter, oldest, &mut out);
     }
+    // A closed stdout (a pipe into `head`) is no error.
     EXIT_OK
 }
 
-/// Every line of `lines` the filter keeps, into `printed`; the ones that are not audit lines
-/// are counted and said once.
-fn read_all(
+/// Prints every line of `lines` the filter keeps; the ones that are not audit lines are
+/// counted and said once. `Err` when stdout is closed.
+fn print_all(
     lines: &mut Lines,
     path: &Path,
     filter: &Filter,
     oldest: Option<SystemTime>,
-    printed: &mut Vec<Written>,
-) {
+    out: &mut Output,
+) -> std::io::Result<()> {
     let mut skipped = 0;
     while let Some(line) = lines.next_line() {
         match line {
-            Some(line) if filter.keeps(&line, oldest) => printed.push(line),
+            Some(line) if filter.keeps(&line, oldest) => out.print(line)?,
             Some(_) => {}
             None => skipped += 1,
         }
     }
     say_skipped(path, skipped);
+    Ok(())
 }
 
 fn say_skipped(path: &Path, skipped: usize) {
@@ -161,41 +157,23 @@ fn follow_file(
     out: &mut Output,
 ) {
     loop {
-        let mut skipped = 0;
-        let mut drained = false;
-        while !drained {
-            drained = true;
-            if let Some(line) = current.as_mut().and_then(Lines::next_line) {
-                drained = false;
-                match line {
-                    Some(line) if filter.keeps(&line, oldest) => {
-                        if out.print(&line).is_err() {
-                            return;
-                        }
-                    }
-                    Some(_) => {}
-                    None => skipped += 1,
-                }
-            }
+        if let Some(lines) = &mut current
+            && print_all(lines, path, filter, oldest, out).is_err()
+        {
+            return;
         }
-        say_skipped(path, skipped);
-        // Rotated: the file at `path` is another one now. What was written to the old one is
-        // read above before the new one is opened (a writer renames, then writes anew).
+        // Rotated: the file at `path` is another one now. The old one's last lines are read
+        // before the new one is opened (a writer renames, then writes anew).
         let replaced = match (&current, std::fs::metadata(path)) {
             (Some(lines), Ok(now)) => lines.inode != Some(now.ino()),
             (None, Ok(_)) => true,
             (_, Err(_)) => false,
         };
         if replaced {
-            if let Some(lines) = current.as_mut() {
-                // The last lines of the old file, written after the look above.
-                while let Some(line) = lines.next_line() {
-                    if let Some(line) = line.filter(|l| filter.keeps(l, oldest))
-                        && out.print(&line).is_err()
-                    {
-                        return;
-                    }
-                }
+            if let Some(lines) = &mut current
+                && print_all(lines, path, filter, oldest, out).is_err()
+            {
+                return;
             }
             current = File::open(path).ok().map(Lines::new);
             continue;
@@ -267,9 +245,16 @@ fn parse_line(bytes: &[u8]) -> Option<Written> {
     (line.v == FORMAT_VERSION && time_of(&line).is_some()).then_some(line)
 }
 
+/// The lines a table's column widths are taken from before it is printed: the widths fit
+/// them, and the memory a table holds stays bounded however long the trail.
+const TABLE_SAMPLE_LINES: usize = 1000;
+
 /// Where lines are printed: a table on a terminal, JSON lines otherwise.
 struct Output {
-    /// The table's column widths, from the lines read before following; `None` for JSON.
+    table: bool,
+    /// A table's lines held until its widths are known.
+    pending: Vec<Written>,
+    /// The table's column widths, once known.
     widths: Option<[usize; COLUMNS]>,
     stdout: std::io::Stdout,
 }
@@ -287,29 +272,44 @@ const HEADER: [&str; COLUMNS] = [
 ];
 
 impl Output {
-    fn new(table: bool, lines: &[Written]) -> Self {
-        let mut out = Self {
+    fn new(table: bool) -> Self {
+        Self {
+            table,
+            pending: Vec::new(),
             widths: None,
             stdout: std::io::stdout(),
-        };
-        if table {
-            let widths = widths(lines);
-            let _ = writeln!(
-                out.stdout.lock(),
-                "{}",
-                row(&HEADER.map(str::to_owned), &widths)
-            );
-            out.widths = Some(widths);
         }
-        out
     }
 
-    fn print(&mut self, line: &Written) -> std::io::Result<()> {
-        let text = match &self.widths {
-            Some(widths) => row(&cells(line), widths),
-            None => json_line(line),
-        };
-        writeln!(self.stdout.lock(), "{text}")
+    fn print(&mut self, line: Written) -> std::io::Result<()> {
+        if !self.table {
+            return writeln!(self.stdout.lock(), "{}", json_line(&line));
+        }
+        match &self.widths {
+            Some(widths) => writeln!(self.stdout.lock(), "{}", row(&cells(&line), widths)),
+            None => {
+                self.pending.push(line);
+                if self.pending.len() < TABLE_SAMPLE_LINES {
+                    return Ok(());
+                }
+                self.settle()
+            }
+        }
+    }
+
+    /// Fixes a table's widths from the lines held, and prints its header and them.
+    fn settle(&mut self) -> std::io::Result<()> {
+        if !self.table || self.widths.is_some() {
+            return Ok(());
+        }
+        let widths = widths(&self.pending);
+        self.widths = Some(widths);
+        let mut stdout = self.stdout.lock();
+        writeln!(stdout, "{}", row(&HEADER.map(str::to_owned), &widths))?;
+        for line in std::mem::take(&mut self.pending) {
+            writeln!(stdout, "{}", row(&cells(&line), &widths))?;
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

@@ -647,25 +647,7 @@ fn bad_settings_name_the_flag_and_never_the_value() {
 async fn no_token_key_or_canary_reaches_a_refusal_or_a_log_line() {
     use shared_mcp_fixture::canaries::{CANARY, HEADER, assert_clean};
 
-    #[derive(Clone, Default)]
-    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Lines {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().expect("lines").extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _logging = tracing::subscriber::set_default(subscriber);
+    let captured = crate::gateway::CapturedLogs::start();
 
     let idp = IdentityProvider::start().await;
     let gatekeeper = gatekeeper(&idp);
@@ -693,8 +675,7 @@ async fn no_token_key_or_canary_reaches_a_refusal_or_a_log_line() {
         "{:?}",
         gatekeeper.admit(Some(header.as_bytes())).await
     ));
-    let logged = String::from_utf8(lines.0.lock().expect("lines").clone()).expect("text");
-    assert_clean("the log", &logged);
+    assert_clean("the log", &captured.text());
     for text in &said {
         assert_clean("a refusal", text);
         assert!(!text.contains(&good[good.len() - 20..]), "{text}");
