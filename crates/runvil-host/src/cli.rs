@@ -50,6 +50,8 @@ Files:
   server's tools as they are first listed, then hold a tool that changes, or a new one,
   until `runvil trust NAMESPACE` approves it. Both files are 0600; runvil refuses one that
   other users may read or change, and never replaces a file it cannot read.
+  The gateway (`runvil serve --http`) appends its audit trail to audit.jsonl in that same
+  folder, or to --audit FILE; `runvil audit` reads it.
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
 
@@ -168,6 +170,8 @@ pub(crate) enum Command {
         wait: u64,
         #[command(flatten)]
         http: HttpArgs,
+        #[command(flatten)]
+        gateway: GatewayArgs,
     },
     /// Say whether each server of the config is accepted or refused, and why, without
     /// connecting to any. Exits 0 when every entry is accepted, 1 otherwise.
@@ -247,6 +251,36 @@ pub(crate) enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Print the gateway's audit trail (`runvil serve --http`): a table on a terminal, JSON
+    /// lines otherwise, oldest first, the rotated files included.
+    #[command(after_help = AUDIT_EXAMPLES)]
+    Audit {
+        /// The audit file [default: audit.jsonl beside the pins file]
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// Go on printing lines as they are written, across rotations, until interrupted.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Only lines of the last DURATION: 30s, 10m, 2h, 7d.
+        #[arg(long, value_name = "DURATION", value_parser = crate::gateway::parse_duration)]
+        since: Option<std::time::Duration>,
+        /// Only calls to this namespace.
+        #[arg(long = "ns", value_name = "NS")]
+        namespace: Option<String>,
+        /// Only calls to this tool.
+        #[arg(long, value_name = "TOOL")]
+        tool: Option<String>,
+        /// Only lines of this identity: a token's sub, key:NAME or anonymous.
+        #[arg(long, value_name = "ID")]
+        identity: Option<String>,
+    },
+    /// Make an API key for the gateway (`runvil serve --http --api-keys FILE`): prints the key
+    /// once (line 1), then the line to add to the key file (line 2), which holds its SHA-256.
+    #[command(name = "gateway-key", after_help = GATEWAY_KEY_EXAMPLES)]
+    GatewayKey {
+        /// The key's name: its identity is key:NAME in the policy and the audit trail.
+        name: String,
+    },
     /// Forget what `login` kept for a server.
     #[command(after_help = LOGOUT_EXAMPLES)]
     Logout {
@@ -303,6 +337,60 @@ pub(crate) struct HttpArgs {
     #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_MAX_STREAMS,
         value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_streams: u32,
+}
+
+// The gateway's flags and commands (`serve --http`'s authentication, policy and audit).
+
+const AUDIT_EXAMPLES: &str = "\
+Examples:
+  runvil audit                               every line, as a table on a terminal
+  runvil audit --since 2h --ns github        the last two hours' calls to github
+  runvil audit --identity key:ci --follow    the ci key's calls, as they happen
+  runvil audit --audit /var/lib/runvil/audit.jsonl | jq .   JSON lines when piped";
+
+const GATEWAY_KEY_EXAMPLES: &str = "\
+Example:
+  runvil gateway-key ci     line 1: the key, for the script; line 2: for the --api-keys file";
+
+/// `runvil serve --http`'s flags of who is let in, what each may use and what is recorded.
+#[derive(Debug, Args, Default)]
+pub(crate) struct GatewayArgs {
+    /// The team's authorization server: tokens it issued for --resource are let in (its
+    /// RFC 8414 or OpenID metadata gives its keys).
+    #[arg(long, value_name = "URL")]
+    pub(crate) auth_issuer: Option<String>,
+    /// The gateway's public URL: the audience its tokens must name (RFC 8707).
+    #[arg(long, value_name = "URL")]
+    pub(crate) resource: Option<String>,
+    /// A scope every token must hold (repeatable); a token without it gets 403.
+    #[arg(long, value_name = "SCOPE")]
+    pub(crate) required_scope: Vec<String>,
+    /// The API keys let in: lines of `NAME SHA256HEX` (`runvil gateway-key NAME` makes one).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) api_keys: Option<PathBuf>,
+    /// What each identity may use: JSON rules (README.md's "Policy file"); without it,
+    /// everything.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) policy: Option<PathBuf>,
+    /// Where each call and refusal is recorded [default: audit.jsonl beside the pins file]
+    #[arg(long, value_name = "FILE")]
+    pub(crate) audit: Option<PathBuf>,
+}
+
+impl GatewayArgs {
+    /// The first gateway flag given, as written, if any.
+    pub(crate) fn first_given(&self) -> Option<&'static str> {
+        [
+            (self.auth_issuer.is_some(), "--auth-issuer"),
+            (self.resource.is_some(), "--resource"),
+            (!self.required_scope.is_empty(), "--required-scope"),
+            (self.api_keys.is_some(), "--api-keys"),
+            (self.policy.is_some(), "--policy"),
+            (self.audit.is_some(), "--audit"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
 }
 
 /// Where the config comes from.

@@ -1,217 +1,113 @@
-//! The team gateway's three questions, as `runvil serve --http` asks them: who is let in
-//! (the [`Gatekeeper`], each request ending as an [`Identity`]), what each may use (the
-//! [`Policy`]) and what is recorded (an [`AuditLine`] per call and per refusal, through an
-//! [`AuditSink`]).
+//! The team gateway's three questions, answered for `runvil serve --http`: who is let in
+//! (`gatekeeper`, with the issuer's keys in `issuer`, access tokens in `token` and API keys in
+//! `api_keys`, each request ending as an `identity`), what each may use (`policy`), and what is
+//! recorded (`audit`: the line, the file it is appended to, and `runvil audit`, which reads it).
 //!
-//! The HTTP server asks; this module decides. Its behaviour here is the smallest that is
-//! real: no authentication (so the server listens on loopback only), everything allowed, and
-//! no audit trail kept. The gatekeeper of tokens and API keys, the policy file and the audit
-//! file fill in these same signatures.
+//! The HTTP server asks; this module decides. It never sees a request's arguments or results
+//! beyond the hash and the size the audit line keeps, and nothing it says (a refusal's
+//! reason, an error, a log line, a `Debug`) holds a token, a key or a key's hash.
+
+mod api_keys;
+mod audit;
+mod gatekeeper;
+mod identity;
+mod issuer;
+mod policy;
+mod token;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use aws_lc_rs::digest::{SHA256, digest};
-use serde_json::Value;
+pub(crate) use api_keys::new_key;
+pub(crate) use audit::{
+    AuditError, AuditLine, AuditSink, FileSink, Outcome, args_sha256, default_audit_path,
+    read::{Filter, parse_duration, read as read_audit},
+};
+pub(crate) use gatekeeper::{Gatekeeper, GatekeeperSettings};
+pub(crate) use identity::Identity;
+pub(crate) use policy::Policy;
 
-/// Who made a request. `Debug` is hand-written: the label only, never a claim's value
-/// beyond it.
-#[derive(Clone)]
-pub(crate) enum Identity {
-    /// No authentication: only ever on a loopback address.
-    Anonymous,
-    /// A verified access token of the team's issuer: its `sub` and its claims.
-    #[allow(dead_code)] // made by the gatekeeper of tokens
-    Subject {
-        sub: String,
-        claims: serde_json::Map<String, Value>,
+use crate::cli::GatewayArgs;
+
+/// The most bytes a file of the gateway's settings (`--api-keys`, `--policy`) may hold: far
+/// more than thousands of keys or rules, and a bound on a file that never ends.
+pub(crate) const MAX_SETTINGS_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Errors of this boundary: bad flags and files that cannot be used. Each names the flag or
+/// the file (and the line or rule), never a value read from them.
+#[derive(Debug, PartialEq)]
+pub(crate) enum GatewayError {
+    /// A flag's value, or flags that do not go together.
+    Flag {
+        /// The flag, as written on the command line: `--auth-issuer`.
+        flag: &'static str,
+        /// What is wrong.
+        problem: String,
     },
-    /// An API key of `--api-keys`, by its NAME.
-    #[allow(dead_code)] // made by the gatekeeper of API keys
-    Key { name: String },
+    /// A file of the gateway's that cannot be used.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line or rule where there is one.
+        problem: String,
+    },
 }
 
-impl Identity {
-    /// As the audit trail and the policy name it: `anonymous`, the `sub`, or `key:NAME`.
-    pub(crate) fn label(&self) -> String {
-        match self {
-            Self::Anonymous => "anonymous".to_owned(),
-            Self::Subject { sub, .. } => sub.clone(),
-            Self::Key { name } => format!("key:{name}"),
+impl GatewayError {
+    fn flag(flag: &'static str, problem: impl Into<String>) -> Self {
+        Self::Flag {
+            flag,
+            problem: problem.into(),
+        }
+    }
+
+    fn file(path: &std::path::Path, problem: impl Into<String>) -> Self {
+        Self::File {
+            path: path.to_owned(),
+            problem: problem.into(),
         }
     }
 }
 
-impl fmt::Debug for Identity {
+impl fmt::Display for GatewayError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Identity({})", self.label())
-    }
-}
-
-/// Lets requests in: the gateway's authentication settings, built from the flags.
-pub(crate) struct Gatekeeper {
-    _private: (),
-}
-
-/// The gatekeeper's settings, from the flags.
-#[allow(dead_code)] // read by the gatekeeper of tokens and API keys
-pub(crate) struct GatekeeperSettings {
-    pub(crate) issuer: Option<String>,
-    pub(crate) resource: Option<String>,
-    pub(crate) required_scopes: Vec<String>,
-    pub(crate) api_keys: Option<PathBuf>,
-}
-
-impl Gatekeeper {
-    /// No authentication (only allowed when serving on a loopback address).
-    pub(crate) fn open() -> Self {
-        Self { _private: () }
-    }
-
-    /// From the flags; here only the open gatekeeper can be built.
-    #[allow(dead_code)] // called once the flags of authentication exist
-    pub(crate) fn from_settings(settings: GatekeeperSettings) -> Result<Self, GatewayError> {
-        match settings {
-            GatekeeperSettings {
-                issuer: None,
-                resource: None,
-                required_scopes,
-                api_keys: None,
-            } if required_scopes.is_empty() => Ok(Self::open()),
-            _ => Err(GatewayError(
-                "authentication is not available in this build".to_owned(),
-            )),
+        match self {
+            Self::Flag { flag, problem } => write!(f, "{flag}: {problem}"),
+            Self::File { path, problem } => write!(f, "{}: {problem}", path.display()),
         }
     }
-
-    /// Whether any authentication is configured.
-    pub(crate) fn is_open(&self) -> bool {
-        true
-    }
-
-    /// Admits a request by its `Authorization` header value (None when absent).
-    pub(crate) async fn admit(&self, authorization: Option<&[u8]>) -> Result<Identity, Refusal> {
-        let _ = authorization;
-        Ok(Identity::Anonymous)
-    }
-
-    /// The RFC 9728 protected-resource metadata the gateway serves at
-    /// `/.well-known/oauth-protected-resource` (and the path-suffixed form); None without an
-    /// issuer.
-    pub(crate) fn resource_metadata(&self) -> Option<Value> {
-        None
-    }
 }
 
-/// Why a request was not let in, with what the response must carry.
-pub(crate) struct Refusal {
-    /// 401, or 403 for a valid token without the required scope.
-    pub(crate) status: u16,
-    /// The `WWW-Authenticate` header value.
-    pub(crate) www_authenticate: String,
-    /// Why, for the log and the audit line: never the token.
-    pub(crate) reason: String,
-}
-
-/// What each identity may use (`--policy FILE`); without a file everything is allowed.
-pub(crate) struct Policy {
-    _private: (),
-}
-
-impl Policy {
-    pub(crate) fn allow_all() -> Self {
-        Self { _private: () }
+/// Reads a file of the gateway's settings whole, within [`MAX_SETTINGS_FILE_BYTES`].
+fn read_settings_file(path: &std::path::Path) -> Result<String, GatewayError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| GatewayError::file(path, e.to_string()))?;
+    let metadata = file
+        .metadata()
+        .map_err(|e| GatewayError::file(path, e.to_string()))?;
+    if !metadata.is_file() {
+        return Err(GatewayError::file(path, "not a file"));
     }
-
-    /// Reads and checks the file; here no policy file can be read.
-    #[allow(dead_code)] // called once the flag of the policy file exists
-    pub(crate) fn load(path: &Path) -> Result<Self, GatewayError> {
-        Err(GatewayError(format!(
-            "{}: policy files are not available in this build",
-            path.display()
-        )))
+    let mut text = String::new();
+    // One byte past the cap tells a file at the cap from a longer one.
+    file.take(MAX_SETTINGS_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => GatewayError::file(path, "not UTF-8 text"),
+            _ => GatewayError::file(path, e.to_string()),
+        })?;
+    if text.len() as u64 > MAX_SETTINGS_FILE_BYTES {
+        return Err(GatewayError::file(
+            path,
+            format!("larger than {MAX_SETTINGS_FILE_BYTES} bytes"),
+        ));
     }
-
-    /// Whether `identity` may see and call `tool` of `namespace`.
-    pub(crate) fn allows(&self, identity: &Identity, namespace: &str, tool: &str) -> bool {
-        let _ = (identity, namespace, tool);
-        true
-    }
-
-    /// Whether `identity` may see any tool of `namespace` (for the every-server listing).
-    pub(crate) fn allows_namespace(&self, identity: &Identity, namespace: &str) -> bool {
-        let _ = (identity, namespace);
-        true
-    }
-}
-
-/// One line of the audit trail (format version 1).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct AuditLine {
-    /// [`Identity::label`]; `None` for `unauthenticated`.
-    pub(crate) identity: Option<String>,
-    pub(crate) namespace: Option<String>,
-    pub(crate) tool: Option<String>,
-    /// Hex SHA-256 of the RFC 8785 form of the call's `arguments` ({} when absent).
-    pub(crate) args_sha256: Option<String>,
-    pub(crate) outcome: Outcome,
-    pub(crate) duration_ms: Option<u64>,
-    pub(crate) result_bytes: Option<u64>,
-}
-
-/// How a call or a request ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Ok,
-    ToolError,
-    Invalid,
-    Denied,
-    Unauthenticated,
-    Transport,
-    Cancelled,
-    Timeout,
-}
-
-/// Where audit lines go. `record` never blocks on I/O for long: it may queue, bounded; `Err`
-/// when the line cannot be kept (the gateway then refuses the call rather than serve it
-/// unrecorded).
-pub(crate) trait AuditSink: Send + Sync {
-    fn record(&self, line: AuditLine) -> Result<(), AuditError>;
-
-    /// Whether a line could be kept now. The gateway asks before it makes a call, so a call
-    /// whose line could not be kept is refused before it reaches its server; `record` may
-    /// still fail afterwards, and the gateway then withholds the call's result.
-    fn accepting(&self) -> Result<(), AuditError> {
-        Ok(())
-    }
-}
-
-/// An audit trail that keeps nothing.
-pub(crate) struct NoAudit;
-
-impl AuditSink for NoAudit {
-    fn record(&self, _line: AuditLine) -> Result<(), AuditError> {
-        Ok(())
-    }
-}
-
-/// Hex SHA-256 of the RFC 8785 form of `arguments`, `{}` when absent.
-pub(crate) fn args_sha256(arguments: Option<&Value>) -> String {
-    let canonical = match arguments {
-        None => b"{}".to_vec(),
-        Some(arguments) => serde_json_canonicalizer::to_vec(arguments)
-            .unwrap_or_else(|_| arguments.to_string().into_bytes()),
-    };
-    digest(&SHA256, &canonical)
-        .as_ref()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    Ok(text)
 }
 
 /// What the HTTP server holds for its whole run: the gatekeeper, the policy and the audit
-/// trail.
+/// trail, built from the flags before it listens.
 pub(crate) struct Gateway {
     pub(crate) gatekeeper: Gatekeeper,
     pub(crate) policy: Policy,
@@ -219,44 +115,214 @@ pub(crate) struct Gateway {
 }
 
 impl Gateway {
-    /// No authentication, everything allowed, nothing recorded.
-    pub(crate) fn open() -> Self {
+    /// From the flags of `runvil serve --http`: reads the key file and the policy, opens the
+    /// audit file (`--audit`, else `audit.jsonl` beside the pins file), and refuses to serve a
+    /// non-loopback address without authentication. No network I/O.
+    pub(crate) fn from_args(args: &GatewayArgs, loopback: bool) -> Result<Self, GatewayError> {
+        let gatekeeper = Gatekeeper::from_settings(GatekeeperSettings {
+            issuer: args.auth_issuer.clone(),
+            resource: args.resource.clone(),
+            required_scopes: args.required_scope.clone(),
+            api_keys: args.api_keys.clone(),
+        })?;
+        if gatekeeper.is_open() && !loopback {
+            return Err(GatewayError::flag(
+                "--http",
+                "a gateway on an address other than loopback needs authentication: \
+                 --auth-issuer with --resource, or --api-keys",
+            ));
+        }
+        let policy = match &args.policy {
+            Some(path) => Policy::load(path)?,
+            None => Policy::allow_all(),
+        };
+        let audit_path = match &args.audit {
+            Some(path) => path.clone(),
+            None => default_audit_path().ok_or_else(|| {
+                GatewayError::flag(
+                    "--audit",
+                    "no place for the audit file: set HOME or --audit",
+                )
+            })?,
+        };
+        let audit = Arc::new(FileSink::open(&audit_path)?);
+        Ok(Self {
+            gatekeeper,
+            policy,
+            audit,
+        })
+    }
+}
+
+/// Log lines of this thread, at every level, for the tests that prove what is and is not
+/// logged.
+#[cfg(test)]
+pub(crate) struct CapturedLogs {
+    lines: Arc<std::sync::Mutex<Vec<u8>>>,
+    _installed: tracing::subscriber::DefaultGuard,
+}
+
+#[cfg(test)]
+impl CapturedLogs {
+    /// Captures from now until dropped.
+    pub(crate) fn start() -> Self {
+        #[derive(Clone)]
+        struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().expect("lines").extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let writer = Lines(Arc::clone(&lines));
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
         Self {
-            gatekeeper: Gatekeeper::open(),
-            policy: Policy::allow_all(),
-            audit: Arc::new(NoAudit),
+            lines,
+            _installed: tracing::subscriber::set_default(subscriber),
         }
     }
-}
 
-/// Errors of this boundary (bad flags, unreadable files): they name the file or key, never a
-/// value from them.
-#[derive(Debug)]
-pub(crate) struct GatewayError(String);
-
-impl fmt::Display for GatewayError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+    /// What was logged so far.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.lines.lock().expect("lines")).into_owned()
     }
 }
 
-/// Why a line could not be kept.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct AuditError {
-    reason: String,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl AuditError {
-    #[allow(dead_code)] // made by a sink that can fail
-    pub(crate) fn new(reason: impl Into<String>) -> Self {
-        Self {
-            reason: reason.into(),
+    /// Every limit of the gateway, as `policy/gateway.md` writes it.
+    fn limits() -> Vec<(&'static str, String)> {
+        let secs = |d: std::time::Duration| format!("{} s", d.as_secs());
+        let algorithms: Vec<String> = issuer::ACCEPTED_ALGORITHMS
+            .iter()
+            .map(|alg| format!("{alg:?}"))
+            .collect();
+        vec![
+            ("ISSUER_FETCH_DEADLINE", secs(issuer::ISSUER_FETCH_DEADLINE)),
+            (
+                "MAX_ISSUER_ANSWER_BYTES",
+                issuer::MAX_ISSUER_ANSWER_BYTES.to_string(),
+            ),
+            ("JWKS_REFETCH_INTERVAL", secs(issuer::JWKS_REFETCH_INTERVAL)),
+            ("JWKS_RETRY_INTERVAL", secs(issuer::JWKS_RETRY_INTERVAL)),
+            ("JWKS_MAX_AGE", secs(issuer::JWKS_MAX_AGE)),
+            ("ACCEPTED_ALGORITHMS", algorithms.join(", ")),
+            ("MAX_CLOCK_SKEW", secs(token::MAX_CLOCK_SKEW)),
+            ("MAX_TOKEN_BYTES", token::MAX_TOKEN_BYTES.to_string()),
+            ("MAX_CACHED_TOKENS", token::MAX_CACHED_TOKENS.to_string()),
+            (
+                "MAX_SETTINGS_FILE_BYTES",
+                MAX_SETTINGS_FILE_BYTES.to_string(),
+            ),
+            (
+                "MAX_KEY_NAME_CHARS",
+                api_keys::MAX_KEY_NAME_CHARS.to_string(),
+            ),
+            (
+                "MAX_LOGGED_NAME_CHARS",
+                policy::MAX_LOGGED_NAME_CHARS.to_string(),
+            ),
+            (
+                "MAX_AUDIT_FIELD_CHARS",
+                audit::MAX_AUDIT_FIELD_CHARS.to_string(),
+            ),
+            (
+                "MAX_AUDIT_FILE_BYTES",
+                audit::file::MAX_AUDIT_FILE_BYTES.to_string(),
+            ),
+            (
+                "AUDIT_FILES_KEPT",
+                audit::file::AUDIT_FILES_KEPT.to_string(),
+            ),
+            (
+                "AUDIT_QUEUE_LINES",
+                audit::file::AUDIT_QUEUE_LINES.to_string(),
+            ),
+            (
+                "MAX_AUDIT_LINE_BYTES",
+                audit::read::MAX_AUDIT_LINE_BYTES.to_string(),
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_limits_match_policy_gateway_md() {
+        let page = include_str!("../../../policy/gateway.md");
+        let rows: Vec<(String, String)> = page
+            .lines()
+            .filter_map(|line| {
+                let mut cells = line.split(" | ");
+                let name = cells.next()?.strip_prefix("| `")?.strip_suffix('`')?;
+                let value = cells.next()?.strip_prefix('`')?.strip_suffix('`')?;
+                Some((name.to_owned(), value.to_owned()))
+            })
+            .collect();
+        let code: Vec<(String, String)> = limits()
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        for row in &code {
+            assert!(
+                rows.contains(row),
+                "policy/gateway.md lacks or differs: {row:?}"
+            );
+        }
+        for row in &rows {
+            assert!(
+                code.contains(row),
+                "policy/gateway.md has a row the code lacks: {row:?}"
+            );
         }
     }
-}
 
-impl fmt::Display for AuditError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the audit line cannot be kept: {}", self.reason)
+    #[test]
+    fn a_gateway_off_loopback_needs_authentication_and_its_files_are_read_at_start() {
+        let dir = std::env::temp_dir().join(format!("runvil-gateway-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let audit = dir.join("audit.jsonl");
+        let args = GatewayArgs {
+            audit: Some(audit.clone()),
+            ..GatewayArgs::default()
+        };
+        let error = Gateway::from_args(&args, false).err().expect("refused");
+        assert_eq!(
+            error.to_string(),
+            "--http: a gateway on an address other than loopback needs authentication: \
+             --auth-issuer with --resource, or --api-keys"
+        );
+        let gateway = Gateway::from_args(&args, true).expect("loopback, open");
+        assert!(gateway.gatekeeper.is_open());
+        drop(gateway);
+        assert!(audit.exists(), "the audit file is opened at start");
+
+        let policy = dir.join("policy.json");
+        std::fs::write(
+            &policy,
+            r#"{"rules": [{"match": {"sub": "a"}, "allow": ["ns"]}]}"#,
+        )
+        .expect("written");
+        let args = GatewayArgs {
+            policy: Some(policy.clone()),
+            ..args
+        };
+        let error = Gateway::from_args(&args, true).err().expect("refused");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}: rules[0].allow[0] is not `*`, `NAMESPACE/*` or `NAMESPACE/TOOL`",
+                policy.display()
+            )
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -13,11 +13,12 @@
 //! - `check`, `serve`, `demo`, `login` (with `logout`), `edit` (`add` and `remove`): one
 //!   command each. `serve` has its two rooms: `serve::stdio` and `serve::http` (the team
 //!   gateway). `signals`: what stops a command, and its exit code.
-//! - `gateway`: who the HTTP gateway lets in, what each may use, what it records.
 //! - `trust`: reviewing and approving the tools the Pack holds.
 //! - `record_file`: the one kind of state file; `credentials`: the file where logins are kept;
 //!   `pins`: the file of the tool definitions the user trusts.
 //! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
+//! - `gateway`: the team gateway's authentication, policy and audit trail (`serve --http`),
+//!   and the commands `audit` and `gateway-key`.
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -62,11 +63,26 @@ fn main() -> ExitCode {
         // No runtime: `check` must not let the Pack's connection tasks run at all.
         Command::Check { source } => check::run(&source),
         Command::Demo => block_on(demo::run()),
-        Command::Serve { source, wait, http } => {
+        Command::Serve {
+            source,
+            wait,
+            http,
+            gateway,
+        } => {
             let wait = std::time::Duration::from_secs(wait);
             match serve::http::Settings::of(http) {
-                None => block_on(serve::run_stdio(&source, wait)),
-                Some(settings) => block_on(serve::http::run(&source, wait, settings)),
+                Some(settings) => block_on(serve::http::run(&source, wait, settings, &gateway)),
+                // Who is let in, what each may use and what is recorded are the HTTP
+                // gateway's: stdio has one client, the process that started runvil.
+                None => match gateway.first_given() {
+                    Some(flag) => {
+                        eprintln!(
+                            "runvil: {flag} is a flag of the HTTP gateway (`runvil serve --http`)"
+                        );
+                        host::EXIT_INVALID
+                    }
+                    None => block_on(serve::run_stdio(&source, wait)),
+                },
             }
         }
         Command::Tools {
@@ -110,6 +126,37 @@ fn main() -> ExitCode {
             config,
         } => edit::add(&name, &url, &headers, force, config.as_deref()),
         Command::Remove { name, config } => edit::remove(&name, config.as_deref()),
+        Command::Audit {
+            audit,
+            follow,
+            since,
+            namespace,
+            tool,
+            identity,
+        } => {
+            let filter = gateway::Filter {
+                since,
+                namespace,
+                tool,
+                identity,
+            };
+            gateway::read_audit(audit, follow, &filter)
+        }
+        Command::GatewayKey { name } => match gateway::new_key(&name) {
+            Ok((key, line)) => {
+                host::say(&key);
+                host::say(&line);
+                eprintln!(
+                    "runvil: line 1 is the key, shown this once: the client sends it as \
+                     `Authorization: Bearer KEY`. Line 2 goes into the --api-keys file."
+                );
+                host::EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("runvil: {e}");
+                host::EXIT_INVALID
+            }
+        },
         Command::Completions { shell } => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "runvil", &mut std::io::stdout());

@@ -604,8 +604,8 @@ fn a_gateway_refuses_to_start_open_to_the_network_or_with_a_key_others_may_read(
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
-        "runvil: --http 0.0.0.0:0: a gateway without authentication listens on a loopback \
-         address only (127.0.0.1, [::1] or localhost)\n"
+        "runvil: --http: a gateway on an address other than loopback needs authentication: \
+         --auth-issuer with --resource, or --api-keys\n"
     );
     let secret = "c0ffee".repeat(10) + "c0ff";
     std::fs::write(&key, &secret).expect("written");

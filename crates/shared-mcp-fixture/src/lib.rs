@@ -38,6 +38,8 @@ pub mod changing;
 mod handler;
 #[cfg(feature = "hostile")]
 pub mod hostile;
+#[cfg(feature = "idp")]
+pub mod idp;
 #[cfg(feature = "hostile")]
 pub mod oauth;
 #[cfg(feature = "pack")]

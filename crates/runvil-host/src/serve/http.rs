@@ -53,7 +53,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::{Served, start};
-use crate::cli::{HttpArgs, Source};
+use crate::cli::{GatewayArgs, HttpArgs, Source};
 use crate::discovery;
 use crate::gateway::{AuditError, AuditLine, Gateway};
 use crate::host::EXIT_OTHER;
@@ -183,13 +183,19 @@ fn server_info() -> Value {
 }
 
 /// Serves until a stop signal, then drains; the exit code is 128 + the signal, or 1 when the
-/// gateway could not start.
-pub(crate) async fn run(source: &Source, wait: Duration, settings: Settings) -> u8 {
+/// gateway could not start. `gateway` says who is let in, what each may use and where each
+/// call is recorded.
+pub(crate) async fn run(
+    source: &Source,
+    wait: Duration,
+    settings: Settings,
+    gateway: &GatewayArgs,
+) -> u8 {
     let (config, pack) = match start(source) {
         Ok(started) => started,
         Err(code) => return code,
     };
-    let started = listen(&settings).await;
+    let started = listen(&settings, gateway).await;
     let (listener, tls, key, gateway) = match started {
         Ok(started) => started,
         Err(e) => {
@@ -225,6 +231,7 @@ pub(crate) async fn run(source: &Source, wait: Duration, settings: Settings) -> 
 /// key and the gateway's who, what and record. An error says which flag or file is wrong.
 async fn listen(
     settings: &Settings,
+    gateway: &GatewayArgs,
 ) -> Result<
     (
         TcpListener,
@@ -235,14 +242,8 @@ async fn listen(
     String,
 > {
     let address = resolve(&settings.address)?;
-    let gateway = Gateway::open();
-    if gateway.gatekeeper.is_open() && !address.ip().is_loopback() {
-        return Err(format!(
-            "--http {}: a gateway without authentication listens on a loopback address only \
-             (127.0.0.1, [::1] or localhost)",
-            settings.address
-        ));
-    }
+    let gateway =
+        Gateway::from_args(gateway, address.ip().is_loopback()).map_err(|e| e.to_string())?;
     let key_path = match &settings.session_key_file {
         Some(path) => path.clone(),
         None => session_key::default_path()

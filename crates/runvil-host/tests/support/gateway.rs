@@ -206,6 +206,8 @@ pub(crate) fn modern_meta() -> Value {
 pub(crate) struct Http {
     client: reqwest::Client,
     pub(crate) url: String,
+    /// The `Authorization` header of every request, when it has one.
+    authorization: Option<String>,
 }
 
 impl Http {
@@ -216,6 +218,15 @@ impl Http {
                 .build()
                 .expect("a client"),
             url,
+            authorization: None,
+        }
+    }
+
+    /// The same client, presenting `token` as `Authorization: Bearer` on every request.
+    pub(crate) fn with_token(&self, token: &str) -> Self {
+        Self {
+            authorization: Some(format!("Bearer {token}")),
+            ..self.clone()
         }
     }
 
@@ -227,6 +238,9 @@ impl Http {
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .body(body.to_string());
+        if let Some(authorization) = &self.authorization {
+            request = request.header("authorization", authorization);
+        }
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
@@ -291,12 +305,14 @@ impl Http {
 
     /// `DELETE` of the session `session`.
     pub(crate) async fn delete(&self, session: &str) -> reqwest::Response {
-        self.client
+        let mut request = self
+            .client
             .delete(&self.url)
-            .header("mcp-session-id", session)
-            .send()
-            .await
-            .expect("the gateway answers")
+            .header("mcp-session-id", session);
+        if let Some(authorization) = &self.authorization {
+            request = request.header("authorization", authorization);
+        }
+        request.send().await.expect("the gateway answers")
     }
 }
 

@@ -35,13 +35,16 @@ pub(crate) fn runvil_command(args: &[&str]) -> Command {
 /// A pins file no other command uses, in the scratch folder cargo gives integration tests
 /// (under the target folder): every command trusts its servers' tools as it first lists them,
 /// as a new user's would, whatever another test (or an earlier run, on a port used again)
-/// listed, and no test writes the pins of the user running it.
+/// listed, and no test writes the pins of the user running it. Each in a folder of its own,
+/// since what a command keeps beside the pins file (the gateway's `audit.jsonl`) is its own
+/// too.
 pub(crate) fn scratch_pins() -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::SeqCst);
     Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("runvil-pins-{}", std::process::id()))
-        .join(format!("{n}.json"))
+        .join(n.to_string())
+        .join("pins.json")
 }
 
 /// Runs `runvil` with `args` in `dir`, with `home` as HOME (and its `.config` as the user's

@@ -39,7 +39,8 @@ pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 /// The header that names a request's protocol revision.
 pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
-/// Where the gateway's RFC 9728 metadata is, without and with the endpoint's path.
+/// Where the gateway's RFC 9728 metadata is without the resource's path (with it, where the
+/// gatekeeper says).
 const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
 /// What a client accepts in an answer.
@@ -56,7 +57,8 @@ pub(crate) async fn handle(server: &Arc<Server>, request: Request<Incoming>) -> 
         (&Method::GET, "/healthz") => health::alive(),
         (&Method::GET, "/readyz") => health::ready(server.served.pack()),
         (&Method::GET, _)
-            if path == METADATA_PATH || path == format!("{METADATA_PATH}{MCP_PATH}") =>
+            if path == METADATA_PATH
+                || Some(path) == server.gateway.gatekeeper.resource_metadata_path() =>
         {
             match server.gateway.gatekeeper.resource_metadata() {
                 Some(metadata) => answer::json(StatusCode::OK, &metadata),

@@ -39,7 +39,8 @@ impl Facts {
         let text = |key| arguments.get(key).and_then(Value::as_str);
         let (namespace, tool) = (text("namespace"), text("toolName"));
         let denied = match (namespace, tool) {
-            (Some(namespace), Some(tool)) => !policy.allows(identity, namespace, tool),
+            // A refusal is logged by the policy, with its reason.
+            (Some(namespace), Some(tool)) => !policy.allows_call(identity, namespace, tool),
             (Some(namespace), None) => !policy.allows_namespace(identity, namespace),
             (None, _) => false,
         };
