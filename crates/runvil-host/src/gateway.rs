@@ -202,6 +202,7 @@ mod tests {
 
     /// Every limit of the gateway, as `policy/gateway.md` writes it.
     fn limits() -> Vec<(&'static str, String)> {
+        use crate::serve::http;
         let secs = |d: std::time::Duration| format!("{} s", d.as_secs());
         let algorithms: Vec<String> = issuer::ACCEPTED_ALGORITHMS
             .iter()
@@ -252,6 +253,24 @@ mod tests {
                 "MAX_AUDIT_LINE_BYTES",
                 audit::read::MAX_AUDIT_LINE_BYTES.to_string(),
             ),
+            ("MAX_BODY_BYTES", http::MAX_BODY_BYTES.to_string()),
+            ("MAX_HEADER_BYTES", http::MAX_HEADER_BYTES.to_string()),
+            ("SEND_TIMEOUT", secs(http::SEND_TIMEOUT)),
+            ("MAX_CONNECTIONS", http::MAX_CONNECTIONS.to_string()),
+            ("MAX_IDENTITIES", http::MAX_IDENTITIES.to_string()),
+            ("DEFAULT_RATE", http::DEFAULT_RATE.to_string()),
+            ("DEFAULT_BURST", http::DEFAULT_BURST.to_string()),
+            (
+                "DEFAULT_MAX_REQUESTS",
+                http::DEFAULT_MAX_REQUESTS.to_string(),
+            ),
+            ("DEFAULT_MAX_STREAMS", http::DEFAULT_MAX_STREAMS.to_string()),
+            ("DEFAULT_DRAIN_SECS", http::DEFAULT_DRAIN_SECS.to_string()),
+            (
+                "DEFAULT_CALL_TIMEOUT_SECS",
+                http::DEFAULT_CALL_TIMEOUT_SECS.to_string(),
+            ),
+            ("SESSION_LIFETIME", secs(http::SESSION_LIFETIME)),
         ]
     }
 

@@ -17,11 +17,14 @@
 pub(crate) mod http;
 mod stdio;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
-use runvil_plugin::{BackendStatus, CallOptions, Pack, Progress, ProgressSink, ToolError};
+use runvil_plugin::{
+    BackendStatus, CallOptions, Pack, Progress, ProgressSink, StatusReceiver, ToolError,
+};
 use serde_json::Value;
 
 use crate::cli::Source;
@@ -157,4 +160,25 @@ fn start(source: &Source) -> Result<(Config, Arc<dyn Pack>), u8> {
         EXIT_OTHER
     })?;
     Ok((config, pack))
+}
+
+/// Says on stderr (which clients keep in their logs, and a gateway's operator reads) how many
+/// tools each server holds until the user approves them, each time that number changes to one
+/// that is not 0. Never ends.
+pub(super) async fn say_held(mut status: StatusReceiver) {
+    let mut said: HashMap<String, usize> = HashMap::new();
+    loop {
+        let now: Vec<(String, usize)> = (status.borrow_and_update().iter())
+            .map(|server| (server.name.clone(), server.held))
+            .collect();
+        for (namespace, held) in now {
+            if said.insert(namespace.clone(), held).unwrap_or(0) != held && held > 0 {
+                eprintln!("runvil: {}", host::held_line(&namespace, held));
+            }
+        }
+        if status.changed().await.is_err() {
+            // The Pack is gone: nothing changes any more.
+            std::future::pending::<()>().await;
+        }
+    }
 }

@@ -52,7 +52,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Served, start};
+use super::{Served, say_held, start};
 use crate::cli::{GatewayArgs, HttpArgs, Source};
 use crate::discovery;
 use crate::gateway::{AuditError, AuditLine, Gateway};
@@ -60,6 +60,14 @@ use crate::host::EXIT_OTHER;
 use crate::signals;
 
 pub(crate) use limits::{DEFAULT_BURST, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_STREAMS, DEFAULT_RATE};
+// The bounds policy/gateway.md lists, for the test that checks it against the code.
+#[cfg(test)]
+pub(crate) use {
+    endpoint::{MAX_BODY_BYTES, SEND_TIMEOUT},
+    limits::MAX_IDENTITIES,
+    listener::{MAX_CONNECTIONS, MAX_HEADER_BYTES},
+    session::SESSION_LIFETIME,
+};
 
 /// The path of the MCP endpoint.
 const MCP_PATH: &str = "/mcp";
@@ -222,7 +230,11 @@ pub(crate) async fn run(
     discovery::say_warnings(&config.warnings);
     let served = Served::new(Arc::clone(&pack), wait);
     let server = Arc::new(Server::new(served, gateway, key, &settings));
-    let stop = listener::serve(listener, tls, server, settings.drain, signals::stopped()).await;
+    let serving = listener::serve(listener, tls, server, settings.drain, signals::stopped());
+    let stop = tokio::select! {
+        stop = serving => stop,
+        () = say_held(pack.status()) => unreachable!("say_held never ends"),
+    };
     pack.shutdown().await;
     stop.exit_code()
 }

@@ -15,7 +15,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use runvil_plugin::CallOptions;
 use serde_json::Value;
 
-use super::{Served, progress_queue, start, tool_result};
+use super::{Served, progress_queue, say_held, start, tool_result};
 use crate::cli::Source;
 use crate::discovery;
 use crate::host::{EXIT_OK, EXIT_OTHER};
@@ -140,6 +140,7 @@ pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
     let code = tokio::select! {
         code = serving => code,
         stop = signals::stopped() => stop.exit_code(),
+        () = say_held(pack.status()) => unreachable!("say_held never ends"),
     };
     pack.shutdown().await;
     code

@@ -8,8 +8,10 @@
 //! never split or interleaved; lines reach the operating system at once and the disk when it
 //! writes them (there is no `fsync` per line: that would cost every call a disk's latency).
 //!
-//! The file is created `0600` (its folder `0700` when runvil makes it) and refused when other
-//! users may read or change it, as runvil's record files are: the lines name who called what.
+//! The file is created `0600` (its folder `0700` when runvil makes it) and refused, as
+//! runvil's record files are (`record_file`), when other users may read or change it: when its
+//! permissions let them, when another user than the one running runvil (or root) owns it or
+//! its folder, or when others may write in its folder: the lines name who called what.
 //! When a line would take the file past [`MAX_AUDIT_FILE_BYTES`], the file is renamed
 //! `FILE.1` (`FILE.1` to `FILE.2`, and so on, the oldest of [`AUDIT_FILES_KEPT`] dropped) and
 //! a new one begun; `runvil audit` reads them all, oldest first. One process writes one audit
@@ -27,6 +29,7 @@ use std::time::SystemTime;
 
 use super::{AuditError, AuditLine, AuditSink};
 use crate::gateway::GatewayError;
+use crate::record_file;
 
 /// The size at which the file is rotated: a few hundred thousand lines.
 pub(crate) const MAX_AUDIT_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -153,6 +156,10 @@ impl Drop for FileSink {
 /// that is no file or that other users may read or change.
 fn open_append(path: &Path) -> Result<File, GatewayError> {
     let error = |problem: String| GatewayError::file(path, problem);
+    // As runvil's record files: a folder another user owns or may write in could have the
+    // trail replaced or removed under the gateway.
+    record_file::check_folder(path, "audit file")
+        .map_err(|problem| GatewayError::flag("--audit", problem))?;
     if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
         fs::DirBuilder::new()
             .recursive(true)
@@ -170,6 +177,13 @@ fn open_append(path: &Path) -> Result<File, GatewayError> {
     let metadata = file.metadata().map_err(|e| error(e.to_string()))?;
     if !metadata.is_file() {
         return Err(error("not a file".into()));
+    }
+    if let Some(owner) = record_file::foreign_owner(&metadata) {
+        return Err(error(format!(
+            "another user may change it ({owner}); run `chown {} {}`",
+            record_file::running_user(),
+            path.display()
+        )));
     }
     let mode = metadata.permissions().mode();
     if mode & OTHERS != 0 {
@@ -338,6 +352,48 @@ mod tests {
         let error = FileSink::open(&folder).err().expect("refused").to_string();
         assert!(
             error.starts_with(&format!("{}: cannot open it to append", folder.display())),
+            "{error}"
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A file or folder another user owns is refused, as a record file is; only root may
+    /// give a file away, so elsewhere this says in one line that it is skipped (CI runs as
+    /// root: there a skip is a failure).
+    #[test]
+    fn a_file_or_folder_another_user_owns_is_refused() {
+        const ANOTHER_USER: u32 = 65_534;
+        if !rustix::process::geteuid().is_root() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "a_file_or_folder_another_user_owns_is_refused must run as root under CI=true"
+            );
+            eprintln!("skipped a_file_or_folder_another_user_owns_is_refused: it needs root");
+            return;
+        }
+        let dir = scratch("owner");
+        fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("audit.jsonl");
+        drop(FileSink::open(&path).expect("opened"));
+        std::os::unix::fs::chown(&path, Some(ANOTHER_USER), None).expect("chown");
+        let error = FileSink::open(&path).err().expect("refused").to_string();
+        assert_eq!(
+            error,
+            format!(
+                "{0}: another user may change it (its owner is user {ANOTHER_USER}, and runvil \
+                 runs as user 0); run `chown 0 {0}`",
+                path.display()
+            )
+        );
+        std::os::unix::fs::chown(&path, Some(0), None).expect("chown back");
+        std::os::unix::fs::chown(&dir, Some(ANOTHER_USER), None).expect("chown");
+        let error = FileSink::open(&path).err().expect("refused").to_string();
+        assert!(
+            error.starts_with(&format!(
+                "--audit: {}, the folder of {}, may be changed by another user",
+                dir.display(),
+                path.display()
+            )),
             "{error}"
         );
         let _ = fs::remove_dir_all(&dir);
