@@ -227,7 +227,8 @@ async fn two_identities_see_different_listings_and_a_denied_tool_reads_as_an_unk
     let stderr = team.gateway.stderr();
     assert!(
         stderr.contains("the policy refuses a call")
-            && stderr.contains("the rules that match the identity do not allow the tool"),
+            && stderr.contains("the rules that match the identity do not allow the tool")
+            && stderr.contains("the policy refuses a listing"),
         "{stderr}"
     );
     assert!(!stderr.contains(&team.ci_key), "{stderr}");

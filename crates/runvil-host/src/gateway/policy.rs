@@ -95,24 +95,46 @@ impl Policy {
         if self.allows(identity, namespace, tool) {
             return true;
         }
+        let reason = self.reason(identity, "the tool");
+        tracing::warn!(
+            identity = %quoted(&identity.label()),
+            namespace = %quoted(namespace),
+            tool = %quoted(tool),
+            reason = reason.as_str(),
+            "the policy refuses a call"
+        );
+        false
+    }
+
+    /// [`Policy::allows_namespace`] for the listing of one namespace, which, when refused, is
+    /// logged here with its reason, as a call is.
+    pub(crate) fn allows_listing(&self, identity: &Identity, namespace: &str) -> bool {
+        if self.allows_namespace(identity, namespace) {
+            return true;
+        }
+        let reason = self.reason(identity, "any tool of the namespace");
+        tracing::warn!(
+            identity = %quoted(&identity.label()),
+            namespace = %quoted(namespace),
+            reason = reason.as_str(),
+            "the policy refuses a listing"
+        );
+        false
+    }
+
+    /// Why `identity` may not use `what`: no rule is for it, or those that are allow other
+    /// things.
+    fn reason(&self, identity: &Identity, what: &str) -> String {
         let matched = self
             .rules
             .iter()
             .flatten()
             .any(|rule| rule.condition.matches(identity));
-        let reason = if matched {
-            "the rules that match the identity do not allow the tool"
+        if matched {
+            format!("the rules that match the identity do not allow {what}")
         } else {
-            "no rule matches the identity"
-        };
-        tracing::warn!(
-            identity = %quoted(&identity.label()),
-            namespace = %quoted(namespace),
-            tool = %quoted(tool),
-            reason,
-            "the policy refuses a call"
-        );
-        false
+            "no rule matches the identity".to_owned()
+        }
     }
 
     fn allowing(&self, identity: &Identity, allowed: impl Fn(&Pattern) -> bool) -> bool {
@@ -523,9 +545,20 @@ mod tests {
         assert!(!policy.allows(&alice, "build", "listed"));
         assert!(!policy.allows_call(&alice, "docs", "delete"));
         assert!(!policy.allows_call(&subject(json!({"sub": "eve"})), "docs", "search\nforged"));
+        assert!(policy.allows_listing(&alice, "github"));
+        assert!(!policy.allows_namespace(&alice, "build"));
+        assert!(!policy.allows_listing(&alice, "build"));
         let log = captured.text();
         let lines: Vec<&str> = log.lines().collect();
-        assert_eq!(lines.len(), 2, "{log}");
+        assert_eq!(lines.len(), 3, "{log}");
+        assert!(
+            lines[2].ends_with(
+                "the policy refuses a listing identity=alice@example.com namespace=build \
+                 reason=\"the rules that match the identity do not allow any tool of the \
+                 namespace\""
+            ),
+            "{log}"
+        );
         assert!(lines[0].contains("WARN"), "{log}");
         assert!(
             lines[0].ends_with(

@@ -41,7 +41,7 @@ impl Facts {
         let denied = match (namespace, tool) {
             // A refusal is logged by the policy, with its reason.
             (Some(namespace), Some(tool)) => !policy.allows_call(identity, namespace, tool),
-            (Some(namespace), None) => !policy.allows_namespace(identity, namespace),
+            (Some(namespace), None) => !policy.allows_listing(identity, namespace),
             (None, _) => false,
         };
         Self {
