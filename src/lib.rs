@@ -41,7 +41,8 @@
 //!   changed or new tool is held until the user approves it.
 //! - `listing`: the JSON `get_dynamic_tools` answers, within its cap.
 //! - `tools`: the Pack and its two tools; `tools::arguments` checks their arguments against
-//!   the schemas they publish.
+//!   the schemas they publish. `view`: what one caller may see of them (the contract's
+//!   `View`), a hidden tool answered as one that does not exist.
 //! - `lifecycle`: the Pack's calls in flight, and shutdown.
 //! - `fuzzing`: the fuzz targets' bodies, only under `cfg(fuzzing)` (`fuzz/`).
 
@@ -65,6 +66,7 @@ mod session;
 mod sse;
 mod tools;
 mod transport;
+mod view;
 mod wire;
 
 /// The fuzz targets' bodies: public only in a build for fuzzing, never in a normal one.

@@ -10,8 +10,8 @@ mod arguments;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use runvil_plugin::{
-    BoxFuture, HeldTool, Pack, ProgressSink, StatusReceiver, StoreError, ToolError, ToolSpec,
-    Unavailable,
+    BoxFuture, CallOptions, HeldTool, Pack, ProgressSink, StatusReceiver, StoreError, ToolError,
+    ToolSpec, Unavailable,
 };
 use serde_json::Value;
 use tokio::runtime::Handle;
@@ -26,6 +26,7 @@ use crate::listing::{self, Summary};
 use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR};
 use crate::secret::Scrubber;
 use crate::session::{Outbound, SessionError};
+use crate::view::Seen;
 
 use self::arguments::{CallArguments, ListArguments, Schemas};
 
@@ -82,7 +83,7 @@ impl McpPack {
         &self,
         tool: &str,
         args: Value,
-        progress: Option<ProgressSink>,
+        options: CallOptions,
     ) -> BoxFuture<'static, Result<String, ToolError>> {
         let Some(mut ticket) = self.lifecycle.enter() else {
             return Box::pin(async { Err(ToolError::Transport(SHUT_DOWN.to_owned())) });
@@ -91,7 +92,7 @@ impl McpPack {
         let tool = tool.to_owned();
         let work = async move {
             tokio::select! {
-                outcome = context.call(&tool, args, progress) => outcome,
+                outcome = context.call(&tool, args, options) => outcome,
                 () = ticket.closing() => Err(ToolError::Transport(SHUT_DOWN.to_owned())),
             }
         };
@@ -127,12 +128,16 @@ impl McpPack {
 const SHUT_DOWN: &str = "the Pack was shut down";
 
 impl CallContext {
-    fn server(&self, namespace: &str) -> Result<&Arc<Server>, ToolError> {
-        self.servers
-            .iter()
+    /// The server of `namespace`, if the caller may know it; else the error an unknown
+    /// namespace gets, naming only the namespaces the caller may know.
+    fn server(&self, namespace: &str, seen: Seen<'_>) -> Result<&Arc<Server>, ToolError> {
+        let visible = self.servers.iter().filter(|s| seen.server(s));
+        visible
+            .clone()
             .find(|s| s.name == namespace)
             .ok_or_else(|| {
-                let known = names(self.servers.iter().map(|s| s.name.as_str()));
+                let known: Vec<&str> = visible.map(|s| s.name.as_str()).collect();
+                let known = names(known.into_iter());
                 ToolError::Invalid(format!(
                     "unknown namespace {}; the namespaces are: {known}",
                     quoted(namespace, &self.scrubber)
@@ -140,24 +145,26 @@ impl CallContext {
             })
     }
 
-    async fn list(&self, args: ListArguments) -> Result<String, ToolError> {
+    async fn list(&self, args: ListArguments, seen: Seen<'_>) -> Result<String, ToolError> {
         let namespace = args.namespace.as_deref();
         match (namespace, args.tool_name.as_deref()) {
             // The schema's `dependentRequired` refuses a toolName without a namespace.
             (None, _) => {
-                for server in &self.servers {
+                let visible: Vec<&Arc<Server>> =
+                    self.servers.iter().filter(|s| seen.server(s)).collect();
+                for server in &visible {
                     server.recheck_before_use(false).await;
                 }
-                let statuses: Vec<Status> = self.servers.iter().map(|s| s.status()).collect();
-                let servers = self.servers.iter().zip(&statuses);
+                let statuses: Vec<Status> = visible.iter().map(|s| seen.status(s)).collect();
+                let servers = visible.into_iter().zip(&statuses);
                 let servers = servers.map(|(server, status)| Summary::new(server, status));
                 Ok(listing::every_server(servers.collect()))
             }
             (Some(namespace), None) => {
-                let server = self.server(namespace)?;
+                let server = self.server(namespace, seen)?;
                 server.used();
                 server.recheck_before_use(server.holds_any()).await;
-                let status = server.status();
+                let status = seen.status(server);
                 match &status {
                     Status::Ready(ready) => Ok(listing::one_server(
                         &server.name,
@@ -168,9 +175,9 @@ impl CallContext {
                 }
             }
             (Some(namespace), Some(tool_name)) => {
-                let server = self.server(namespace)?;
+                let server = self.server(namespace, seen)?;
                 server.recheck_before_use(server.holds(tool_name)).await;
-                let (_, tool) = ready_tool(server, tool_name, &self.scrubber)?;
+                let (_, tool) = ready_tool(server, seen, tool_name, &self.scrubber)?;
                 Ok(listing::one_tool(&server.name, &tool))
             }
         }
@@ -180,13 +187,14 @@ impl CallContext {
         &self,
         args: CallArguments,
         progress: Option<ProgressSink>,
+        seen: Seen<'_>,
     ) -> Result<Shown, ToolError> {
         let (namespace, tool_name) = (args.namespace.as_str(), args.tool_name.as_str());
         let arguments = Value::Object(args.arguments);
-        let server = self.server(namespace)?;
+        let server = self.server(namespace, seen)?;
         server.used();
         server.recheck_before_use(server.holds(tool_name)).await;
-        let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
+        let (ready, tool) = ready_tool(server, seen, tool_name, &self.scrubber)?;
         // The checks count inside the deadline: a schema that makes them slow cannot stretch
         // a call. Dropping this future stops each step, the server's request included.
         let call = async {
@@ -241,8 +249,9 @@ impl CallContext {
         &self,
         tool: &str,
         args: Value,
-        progress: Option<ProgressSink>,
+        options: CallOptions,
     ) -> Result<String, ToolError> {
+        let seen = Seen(options.view.as_deref());
         let which = tool
             .strip_prefix(self.id.as_str())
             .and_then(|t| t.strip_prefix('/'))
@@ -252,12 +261,17 @@ impl CallContext {
             // A listing is JSON around shown texts, with the servers' schemas only cleaned:
             // it is scrubbed whole.
             GET_DYNAMIC_TOOLS => match schemas.list.parse(args, &self.scrubber) {
-                Ok(args) => (self.list(args).await).map(|text| self.scrubber.scrub_owned(text)),
+                Ok(args) => {
+                    (self.list(args, seen).await).map(|text| self.scrubber.scrub_owned(text))
+                }
                 Err(e) => Err(e),
             },
             // A result is a `Shown` already: scrubbed once, block by block, before its cut.
             CALL_DYNAMIC_TOOL => match schemas.call.parse(args, &self.scrubber) {
-                Ok(args) => self.call_tool(args, progress).await.map(Shown::into_string),
+                Ok(args) => self
+                    .call_tool(args, options.progress, seen)
+                    .await
+                    .map(Shown::into_string),
                 Err(e) => Err(e),
             },
             _ => Err(ToolError::Invalid(format!(
@@ -329,17 +343,13 @@ impl Pack for McpPack {
         Box::pin(async { Ok(()) })
     }
 
-    fn call(&self, tool: &str, args: Value) -> BoxFuture<'_, Result<String, ToolError>> {
-        self.spawn_call(tool, args, None)
-    }
-
-    fn call_with_progress(
+    fn call_with(
         &self,
         tool: &str,
         args: Value,
-        progress: ProgressSink,
+        options: CallOptions,
     ) -> BoxFuture<'_, Result<String, ToolError>> {
-        self.spawn_call(tool, args, Some(progress))
+        self.spawn_call(tool, args, options)
     }
 
     fn status(&self) -> StatusReceiver {
@@ -425,9 +435,12 @@ impl Pack for McpPack {
     }
 }
 
-/// A ready server's tool, or the model-readable reason there is none.
+/// A ready server's tool, or the model-readable reason there is none. A tool the caller may
+/// not see is one the server does not have, and the names the error lists are the visible
+/// ones.
 fn ready_tool(
     server: &Server,
+    seen: Seen<'_>,
     tool_name: &str,
     scrubber: &Scrubber,
 ) -> Result<(Ready, Arc<CheckedTool>), ToolError> {
@@ -454,7 +467,8 @@ fn ready_tool(
             )));
         }
     };
-    if let Some(held) = ready.catalog.held.get(tool_name) {
+    let visible = seen.tool(server, tool_name);
+    if let Some(held) = ready.catalog.held.get(tool_name).filter(|_| visible) {
         return Err(ToolError::Invalid(format!(
             "{} holds the tool {}: {}",
             server.name,
@@ -462,8 +476,11 @@ fn ready_tool(
             held.reason
         )));
     }
-    let tool = ready.catalog.tools.get(tool_name).cloned().ok_or_else(|| {
-        let known = names(ready.catalog.tools.keys().map(String::as_str));
+    let tool = ready.catalog.tools.get(tool_name).filter(|_| visible);
+    let tool = tool.cloned().ok_or_else(|| {
+        let tools = ready.catalog.tools.keys().map(String::as_str);
+        let visible: Vec<&str> = tools.filter(|t| seen.tool(server, t)).collect();
+        let known = names(visible.into_iter());
         ToolError::Invalid(format!(
             "{} has no tool {}; its tools are: {known}",
             server.name,

@@ -8,13 +8,15 @@
 //! - **pack-100**: the same call on a Pack of 100 servers each configured with a secret
 //!   header, the measured one among them: every result is scrubbed of all their forms;
 //! - **rmcp**: rmcp's own client (`StreamableHttpClientTransport::from_uri`), default settings;
-//! - **ts-sdk**: the TypeScript SDK's client in Node ([`crate::ts_sdk`]), default settings.
+//! - **ts-sdk**: the TypeScript SDK's client in Node ([`crate::ts_sdk`]), default settings;
+//! - **gateway**: the raw client calling `call_dynamic_tool` of `runvil serve --http` with an
+//!   access token, the gateway's Pack making the `echo` call ([`crate::gateway`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{Peer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -23,6 +25,7 @@ use runvil_plugin::Pack;
 use serde_json::{Value, json};
 
 use crate::What;
+use crate::gateway::Gateway;
 use crate::server::Mode;
 use crate::ts_sdk::TsSdk;
 
@@ -49,17 +52,19 @@ pub(crate) enum Kind {
     Pack100,
     Rmcp,
     TsSdk,
+    Gateway,
 }
 
 impl Kind {
     /// Every client, in round order (A B C D ...).
-    pub(crate) const ALL: [Kind; 6] = [
+    pub(crate) const ALL: [Kind; 7] = [
         Kind::Raw,
         Kind::RawNoPool,
         Kind::Pack,
         Kind::Pack100,
         Kind::Rmcp,
         Kind::TsSdk,
+        Kind::Gateway,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -70,13 +75,20 @@ impl Kind {
             Kind::Pack100 => "pack-100",
             Kind::Rmcp => "rmcp",
             Kind::TsSdk => "ts-sdk",
+            Kind::Gateway => "gateway",
         }
     }
 
-    /// Whether this client is measured on `mode`'s server at all: the two newer ones only on
-    /// the nodelay server, where the goals that need them are.
+    /// Whether this client is measured on `mode`'s server at all: the many-secrets Pack and
+    /// the Node client only on the nodelay server, the gateway only at 2026-07-28 (its Pack
+    /// speaks it to the server, the raw client to the gateway), where the goals that need
+    /// them are.
     pub(crate) fn serves(self, mode: Mode) -> bool {
-        !matches!(self, Kind::Pack100 | Kind::TsSdk) || mode == Mode::NoDelay
+        match self {
+            Kind::Pack100 | Kind::TsSdk => mode == Mode::NoDelay,
+            Kind::Gateway => mode == Mode::Modern,
+            _ => true,
+        }
     }
 
     /// Whether this client takes part in `what`: the many-secrets Pack in latency only, the
@@ -139,6 +151,11 @@ pub(crate) enum Client {
     },
     /// Measures itself: [`crate::measure`] hands it whole runs, not calls.
     TsSdk(TsSdk),
+    /// The raw client of a gateway in front of the server, which lives as long as it.
+    Gateway {
+        raw: Raw,
+        _gateway: Gateway,
+    },
 }
 
 impl Client {
@@ -159,6 +176,17 @@ impl Client {
             Kind::Pack => Ok(Client::Pack(ready_pack(url, 1).await?)),
             Kind::Pack100 => Ok(Client::Pack(ready_pack(url, SECRETS_FLEET).await?)),
             Kind::TsSdk => Ok(Client::TsSdk(TsSdk::connect(url).await?)),
+            Kind::Gateway => {
+                let gateway = Gateway::start(url).await?;
+                let bearer = HeaderValue::from_str(&format!("Bearer {}", gateway.token))
+                    .map_err(|error| format!("the token is no header value: {error}"))?;
+                let client = Raw::http_client(true)?;
+                let raw = Raw::start_with(client, &gateway.url, true, Some(bearer)).await?;
+                Ok(Client::Gateway {
+                    raw,
+                    _gateway: gateway,
+                })
+            }
             Kind::Rmcp => {
                 let transport = StreamableHttpClientTransport::from_uri(url);
                 let service = ()
@@ -177,6 +205,7 @@ impl Client {
     pub(crate) async fn call(&self, payload: &Payload) -> Result<usize, String> {
         let len = match self {
             Client::Raw(raw) => raw.call(payload).await?,
+            Client::Gateway { raw, .. } => raw.call_through(payload).await?,
             Client::Pack(pack) => {
                 let arguments = Value::Object(payload.arguments.clone());
                 shared_mcp_fixture::call(pack, NAMESPACE, "echo", arguments)
@@ -268,7 +297,20 @@ impl Raw {
         url: &str,
         modern: bool,
     ) -> Result<Raw, String> {
+        Raw::start_with(client, url, modern, None).await
+    }
+
+    /// [`Raw::start`], presenting `authorization` on every request, the first included.
+    async fn start_with(
+        client: reqwest::Client,
+        url: &str,
+        modern: bool,
+        authorization: Option<HeaderValue>,
+    ) -> Result<Raw, String> {
         let mut headers = HeaderMap::new();
+        if let Some(authorization) = authorization {
+            headers.insert(AUTHORIZATION, authorization);
+        }
         headers.insert(
             ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
@@ -390,12 +432,34 @@ impl Raw {
     async fn call(&self, payload: &Payload) -> Result<usize, String> {
         let params = json!({"name": "echo", "arguments": Value::Object(payload.arguments.clone())});
         let answer = self.request("tools/call", Some("echo"), params).await?;
-        answer
-            .pointer("/result/content/0/text")
-            .and_then(Value::as_str)
-            .map(str::len)
-            .ok_or_else(|| "the raw answer has no text".to_owned())
+        text_len(&answer)
     }
+
+    /// The same `echo` through a gateway: its `call_dynamic_tool`, naming the server.
+    async fn call_through(&self, payload: &Payload) -> Result<usize, String> {
+        let arguments = json!({
+            "namespace": NAMESPACE,
+            "toolName": "echo",
+            "arguments": Value::Object(payload.arguments.clone()),
+        });
+        let params = json!({"name": "call_dynamic_tool", "arguments": arguments});
+        let answer = self
+            .request("tools/call", Some("call_dynamic_tool"), params)
+            .await?;
+        if answer.pointer("/result/isError") == Some(&Value::Bool(true)) {
+            return Err(format!("the gateway's call failed: {answer}"));
+        }
+        text_len(&answer)
+    }
+}
+
+/// The length of the first text of a `tools/call` answer.
+fn text_len(answer: &Value) -> Result<usize, String> {
+    answer
+        .pointer("/result/content/0/text")
+        .and_then(Value::as_str)
+        .map(str::len)
+        .ok_or_else(|| format!("the answer has no text: {answer}"))
 }
 
 /// Reads the whole body and finds the response to `id`, in a JSON body or an SSE stream.

@@ -15,6 +15,7 @@
 #![allow(clippy::print_stdout)]
 
 mod clients;
+mod gateway;
 mod measure;
 mod relist;
 mod report;

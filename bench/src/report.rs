@@ -135,11 +135,12 @@ impl Results {
         let _ = writeln!(
             out,
             "| server | payload | figure | raw | raw-nopool | pack | pack-100 | rmcp | ts-sdk | \
-             pack/raw | pack/raw-nopool | pack/rmcp | pack/ts-sdk | pack-100/pack |"
+             gateway | pack/raw | pack/raw-nopool | pack/rmcp | pack/ts-sdk | pack-100/pack | \
+             gateway/pack |"
         );
         let _ = writeln!(
             out,
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
         for (key, cells) in &self.wire {
             let mut row = format!(
@@ -164,12 +165,14 @@ impl Results {
                 let ratio = self.ratio(key, other).map_or("–".to_owned(), two);
                 let _ = write!(row, " {ratio} |");
             }
-            let secrets = self.ratio_of(key, Kind::Pack100, Kind::Pack);
-            let _ = write!(row, " {} |", secrets.map_or("–".to_owned(), two));
+            for kind in [Kind::Pack100, Kind::Gateway] {
+                let ratio = self.ratio_of(key, kind, Kind::Pack);
+                let _ = write!(row, " {} |", ratio.map_or("–".to_owned(), two));
+            }
             let _ = writeln!(out, "{row}");
         }
         let pack_only = |label: &str, value: String| {
-            format!("| Pack startup | | {label} | – | – | {value} | – | – | – | | | | | |\n")
+            format!("| Pack startup | | {label} | – | – | {value} | – | – | – | – | | | | | | |\n")
         };
         let rounds = |values: &[f64]| {
             values
@@ -182,7 +185,7 @@ impl Results {
         let with_raw = |label: &str, raw: String, pack: String, ratio: Option<f64>| {
             let ratio = ratio.map_or("–".to_owned(), two);
             format!(
-                "| Pack startup | | {label} | {raw} | – | {pack} | – | – | – | {ratio} | | | | |\n"
+                "| Pack startup | | {label} | {raw} | – | {pack} | – | – | – | – | {ratio} | | | | | |\n"
             )
         };
         out.push_str(&with_raw(
@@ -255,7 +258,14 @@ impl Results {
         let nodelay_small = |figure, other| pack_vs(Mode::NoDelay, small, figure, other);
         let modern_small = |figure| pack_vs(Mode::Modern, small, figure, Kind::Raw);
         let large_key = |figure| RowKey::new(Mode::NoDelay, large, figure);
-        let pairs: [(&str, Option<f64>); 20] = [
+        let gateway_vs_pack = |figure| {
+            self.ratio_of(
+                &RowKey::new(Mode::Modern, small, figure),
+                Kind::Gateway,
+                Kind::Pack,
+            )
+        };
+        let pairs: [(&str, Option<f64>); 22] = [
             (
                 "nagle_c1_p50_vs_nopool",
                 pack_vs(Mode::Default, small, Figure::P50, Kind::RawNoPool),
@@ -319,6 +329,11 @@ impl Results {
                 median_ratio(&self.ready_100_ms, &self.raw_ready_100_ms),
             ),
             ("ready_100_vs_1", self.ready_ratio()),
+            ("gateway_c1_p50_vs_pack", gateway_vs_pack(Figure::P50)),
+            (
+                "gateway_c16_tput_vs_pack",
+                gateway_vs_pack(Figure::Throughput(16)),
+            ),
             ("list_100x100_p50_ms", self.list_ms.map(|(p50, _)| p50)),
             ("idle_kib_per_server", self.idle_kib_per_server()),
         ];

@@ -2,20 +2,18 @@
 //!
 //! On first use its packages are installed with pip, at the versions
 //! `tests/peers/requirements.txt` pins, into a virtual environment under the git-ignored
-//! `.tools/python-sdk`, so `cargo test` needs nothing set up beyond Python 3 and a reachable
-//! PyPI. Only this test binary uses it, so a process-wide `OnceLock` keeps two tests from
-//! installing at once, and a copy of the requirements beside the environment says it is
-//! complete. The server picks its own port and is killed when dropped.
+//! `.tools/python-sdk` (the fixture crate's `peers`), so `cargo test` needs nothing set up
+//! beyond Python 3 and a reachable PyPI. The server picks its own port and is killed when
+//! dropped.
 
 // The crate's lint rules forbid starting a process because the library must never do it; a
 // test starting the peer it talks to is outside that rule.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{OnceLock, mpsc};
+use std::sync::mpsc;
 use std::time::Duration;
 
 /// How long the server may take to print its port (Python's imports included).
@@ -36,8 +34,9 @@ impl PythonServer {
 
     /// [`PythonServer::start`] with the server's own arguments (`--legacy`).
     pub async fn start_with(args: &'static [&'static str]) -> PythonServer {
-        static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-        tokio::task::spawn_blocking(move || start(PYTHON.get_or_init(install), args))
+        // The Pack's interoperability rests on this peer: it is never skipped.
+        let python = shared_mcp_fixture::peers::python().unwrap_or_else(|why| panic!("{why}"));
+        tokio::task::spawn_blocking(move || start(&python, args))
             .await
             .expect("the start task")
     }
@@ -52,45 +51,6 @@ impl Drop for PythonServer {
 
 fn peers() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
-}
-
-/// The environment's interpreter, once every pinned package is in it.
-fn install() -> PathBuf {
-    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools");
-    let dir = tools.join("python-sdk");
-    fs::create_dir_all(&tools).expect("create .tools");
-    let wanted = fs::read_to_string(peers().join("requirements.txt")).expect("requirements.txt");
-    let done = dir.join("installed-requirements.txt");
-    let python = dir.join("bin/python");
-    if fs::read_to_string(&done).ok().as_deref() == Some(wanted.as_str()) {
-        return python;
-    }
-    let _ = fs::remove_dir_all(&dir);
-    run(Command::new("python3").arg("-m").arg("venv").arg(&dir));
-    run(Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .arg("--requirement")
-        .arg(peers().join("requirements.txt")));
-    fs::write(&done, wanted).expect("record the installed requirements");
-    python
-}
-
-fn run(command: &mut Command) {
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-    assert!(
-        output.status.success(),
-        "{command:?} failed ({}); the Python SDK server needs Python 3 and PyPI:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 fn start(python: &Path, args: &[&str]) -> PythonServer {

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::serve;
+
 const AFTER_HELP: &str = "\
 Configuration:
   The config is the first of: --config PATH, $RUNVIL_MCP_CONFIG, ./mcp.json,
@@ -48,6 +50,8 @@ Files:
   server's tools as they are first listed, then hold a tool that changes, or a new one,
   until `runvil trust NAMESPACE` approves it. Both files are 0600; runvil refuses one that
   other users may read or change, and never replaces a file it cannot read.
+  The gateway (`runvil serve --http`) appends its audit trail to audit.jsonl in that same
+  folder, or to --audit FILE; `runvil audit` reads it.
 
 Logs go to stderr; set RUST_LOG (for example RUST_LOG=plugin_mcp=debug) to see more.";
 
@@ -69,8 +73,11 @@ Examples:
   runvil call docs search '{\"q\": \"tokio\"}' --wait 60   wait for docs, through its retries";
 
 const SERVE_EXAMPLES: &str = "\
-Example (the command an MCP client starts; README.md has each client's config):
-  runvil serve --config ~/.config/runvil/mcp.json";
+Examples:
+  runvil serve --config ~/.config/runvil/mcp.json    the command an MCP client starts
+                                                     (README.md has each client's config)
+  runvil serve --http 127.0.0.1:8080                 a gateway at http://127.0.0.1:8080/mcp
+                                                     for the clients of this machine";
 
 const CHECK_EXAMPLES: &str = "\
 Examples:
@@ -164,6 +171,10 @@ pub(crate) enum Command {
         /// Seconds a request about one server waits for it to leave `loading`.
         #[arg(long, value_name = "SECS", default_value_t = DEFAULT_WAIT_SECS)]
         wait: u64,
+        #[command(flatten)]
+        http: HttpArgs,
+        #[command(flatten)]
+        gateway: GatewayArgs,
     },
     /// Say whether each server of the config is accepted or refused, and why, without
     /// connecting to any. Exits 0 when every entry is accepted, 1 otherwise.
@@ -246,6 +257,36 @@ pub(crate) enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Print the gateway's audit trail (`runvil serve --http`): a table on a terminal, JSON
+    /// lines otherwise, oldest first, the rotated files included.
+    #[command(after_help = AUDIT_EXAMPLES)]
+    Audit {
+        /// The audit file [default: audit.jsonl beside the pins file]
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// Go on printing lines as they are written, across rotations, until interrupted.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Only lines of the last DURATION: 30s, 10m, 2h, 7d.
+        #[arg(long, value_name = "DURATION", value_parser = crate::gateway::parse_duration)]
+        since: Option<std::time::Duration>,
+        /// Only calls to this namespace.
+        #[arg(long = "ns", value_name = "NS")]
+        namespace: Option<String>,
+        /// Only calls to this tool.
+        #[arg(long, value_name = "TOOL")]
+        tool: Option<String>,
+        /// Only lines of this identity: a token's sub, key:NAME or anonymous.
+        #[arg(long, value_name = "ID")]
+        identity: Option<String>,
+    },
+    /// Make an API key for the gateway (`runvil serve --http --api-keys FILE`): prints the key
+    /// once (line 1), then the line to add to the key file (line 2), which holds its SHA-256.
+    #[command(name = "gateway-key", after_help = GATEWAY_KEY_EXAMPLES)]
+    GatewayKey {
+        /// The key's name: its identity is key:NAME in the policy and the audit trail.
+        name: String,
+    },
     /// Forget what `login` kept for a server.
     #[command(after_help = LOGOUT_EXAMPLES)]
     Logout {
@@ -254,6 +295,108 @@ pub(crate) enum Command {
         #[command(flatten)]
         source: Source,
     },
+}
+
+// The HTTP server's flags (`serve --http`): where it listens, its session key, TLS, how it
+// stops, and each identity's limits.
+
+/// `runvil serve --http`'s flags of the server itself.
+#[derive(Debug, Args)]
+pub(crate) struct HttpArgs {
+    /// Serve over Streamable HTTP at this address and port (127.0.0.1:8080, localhost:8080,
+    /// [::]:443) instead of stdio; the MCP endpoint is /mcp. Without authentication only a
+    /// loopback address is allowed.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<String>,
+    /// The key session ids are sealed under, the same file for every instance of the gateway:
+    /// 64 hex characters, 0600; created when missing [default: session.key beside the pins
+    /// file]
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub(crate) session_key_file: Option<PathBuf>,
+    /// Speak TLS with this PEM certificate chain (with --tls-key); without it, plain HTTP for
+    /// a proxy in front.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// Seconds calls in flight get to finish after SIGTERM before they are cancelled.
+    #[arg(long, value_name = "SECS", default_value_t = serve::http::DEFAULT_DRAIN_SECS)]
+    pub(crate) drain: u64,
+    /// The longest a call may take, its wait for the server included.
+    #[arg(long, value_name = "SECS", default_value_t = serve::http::DEFAULT_CALL_TIMEOUT_SECS,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) call_timeout: u64,
+    /// Requests a second each identity may make, over time.
+    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_RATE,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) rate: u32,
+    /// Requests each identity may make at once after a pause.
+    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_BURST,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) burst: u32,
+    /// Requests of one identity in flight at once.
+    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_MAX_REQUESTS,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_requests: u32,
+    /// Calls of one identity answering with their progress (an event stream) at once.
+    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_MAX_STREAMS,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_streams: u32,
+}
+
+// The gateway's flags and commands (`serve --http`'s authentication, policy and audit).
+
+const AUDIT_EXAMPLES: &str = "\
+Examples:
+  runvil audit                               every line, as a table on a terminal
+  runvil audit --since 2h --ns github        the last two hours' calls to github
+  runvil audit --identity key:ci --follow    the ci key's calls, as they happen
+  runvil audit --audit /var/lib/runvil/audit.jsonl | jq .   JSON lines when piped";
+
+const GATEWAY_KEY_EXAMPLES: &str = "\
+Example:
+  runvil gateway-key ci     line 1: the key, for the script; line 2: for the --api-keys file";
+
+/// `runvil serve --http`'s flags of who is let in, what each may use and what is recorded.
+#[derive(Debug, Args, Default)]
+pub(crate) struct GatewayArgs {
+    /// The team's authorization server: tokens it issued for --resource are let in (its
+    /// RFC 8414 or OpenID metadata gives its keys).
+    #[arg(long, value_name = "URL")]
+    pub(crate) auth_issuer: Option<String>,
+    /// The gateway's public URL: the audience its tokens must name (RFC 8707).
+    #[arg(long, value_name = "URL")]
+    pub(crate) resource: Option<String>,
+    /// A scope every token must hold (repeatable); a token without it gets 403.
+    #[arg(long, value_name = "SCOPE")]
+    pub(crate) required_scope: Vec<String>,
+    /// The API keys let in: lines of `NAME SHA256HEX` (`runvil gateway-key NAME` makes one).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) api_keys: Option<PathBuf>,
+    /// What each identity may use: JSON rules (README.md's "Policy file"); without it,
+    /// everything.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) policy: Option<PathBuf>,
+    /// Where each call and refusal is recorded [default: audit.jsonl beside the pins file]
+    #[arg(long, value_name = "FILE")]
+    pub(crate) audit: Option<PathBuf>,
+}
+
+impl GatewayArgs {
+    /// The first gateway flag given, as written, if any.
+    pub(crate) fn first_given(&self) -> Option<&'static str> {
+        [
+            (self.auth_issuer.is_some(), "--auth-issuer"),
+            (self.resource.is_some(), "--resource"),
+            (!self.required_scope.is_empty(), "--required-scope"),
+            (self.api_keys.is_some(), "--api-keys"),
+            (self.policy.is_some(), "--policy"),
+            (self.audit.is_some(), "--audit"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
 }
 
 /// Where the config comes from.

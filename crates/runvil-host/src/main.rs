@@ -1,6 +1,6 @@
 //! `runvil`: a small Host for the `plugin_mcp` Pack. It installs the Plugin through the
 //! contract only, lends it this process's tokio runtime, and offers the Pack's two tools on
-//! the command line (`tools`, `call`) and as an MCP server on stdio (`serve`).
+//! the command line (`tools`, `call`) and as an MCP server (`serve`), on stdio or over HTTP.
 //!
 //! # Layout
 //!
@@ -11,11 +11,14 @@
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
 //! - `logging`: log lines on stderr, only the Pack's and runvil's below WARN.
 //! - `check`, `serve`, `demo`, `login` (with `logout`), `edit` (`add` and `remove`): one
-//!   command each. `signals`: what stops a command, and its exit code.
+//!   command each. `serve` has its two rooms: `serve::stdio` and `serve::http` (the team
+//!   gateway). `signals`: what stops a command, and its exit code.
 //! - `trust`: reviewing and approving the tools the Pack holds.
 //! - `record_file`: the one kind of state file; `credentials`: the file where logins are kept;
 //!   `pins`: the file of the tool definitions the user trusts.
 //! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
+//! - `gateway`: the team gateway's authentication, policy and audit trail (`serve --http`),
+//!   and the commands `audit` and `gateway-key`.
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -27,6 +30,7 @@ mod credentials;
 mod demo;
 mod discovery;
 mod edit;
+mod gateway;
 mod host;
 mod logging;
 mod login;
@@ -59,8 +63,27 @@ fn main() -> ExitCode {
         // No runtime: `check` must not let the Pack's connection tasks run at all.
         Command::Check { source } => check::run(&source),
         Command::Demo => block_on(demo::run()),
-        Command::Serve { source, wait } => {
-            block_on(serve::run(&source, std::time::Duration::from_secs(wait)))
+        Command::Serve {
+            source,
+            wait,
+            http,
+            gateway,
+        } => {
+            let wait = std::time::Duration::from_secs(wait);
+            match serve::http::Settings::of(http) {
+                Some(settings) => block_on(serve::http::run(&source, wait, settings, &gateway)),
+                // Who is let in, what each may use and what is recorded are the HTTP
+                // gateway's: stdio has one client, the process that started runvil.
+                None => match gateway.first_given() {
+                    Some(flag) => {
+                        eprintln!(
+                            "runvil: {flag} is a flag of the HTTP gateway (`runvil serve --http`)"
+                        );
+                        host::EXIT_INVALID
+                    }
+                    None => block_on(serve::run_stdio(&source, wait)),
+                },
+            }
         }
         Command::Tools {
             namespace,
@@ -103,6 +126,37 @@ fn main() -> ExitCode {
             config,
         } => edit::add(&name, &url, &headers, force, config.as_deref()),
         Command::Remove { name, config } => edit::remove(&name, config.as_deref()),
+        Command::Audit {
+            audit,
+            follow,
+            since,
+            namespace,
+            tool,
+            identity,
+        } => {
+            let filter = gateway::Filter {
+                since,
+                namespace,
+                tool,
+                identity,
+            };
+            gateway::read_audit(audit, follow, &filter)
+        }
+        Command::GatewayKey { name } => match gateway::new_key(&name) {
+            Ok((key, line)) => {
+                host::say(&key);
+                host::say(&line);
+                eprintln!(
+                    "runvil: line 1 is the key, shown this once: the client sends it as \
+                     `Authorization: Bearer KEY`. Line 2 goes into the --api-keys file."
+                );
+                host::EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("runvil: {e}");
+                host::EXIT_INVALID
+            }
+        },
         Command::Completions { shell } => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "runvil", &mut std::io::stdout());

@@ -96,6 +96,11 @@ impl PinFile {
     pub(crate) fn check(&self) -> Result<(), String> {
         self.file.read().map(|_| ())
     }
+
+    /// The file: the gateway's audit file is kept beside it.
+    pub(crate) fn path(&self) -> &std::path::Path {
+        self.file.path()
+    }
 }
 
 impl PinStore for PinFile {

@@ -123,39 +123,13 @@ impl RecordFile {
 
     /// The folder the file is in, as written: `.` for a bare name.
     fn folder(&self) -> &Path {
-        match self.path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        }
+        folder_of(&self.path)
     }
 
     /// Refuses a folder that another user owns or may write in; an absent one is made by the
     /// first save, `0700`.
     fn check_folder(&self) -> Result<(), String> {
-        let folder = self.folder().display();
-        let shown = self.path.display();
-        let metadata = match fs::metadata(self.folder()) {
-            Ok(metadata) => metadata,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(format!("cannot read {folder}, the folder of {shown}: {e}")),
-        };
-        let elsewhere = format!("or keep the {} in a folder of your own", self.kind.noun);
-        if let Some(owner) = foreign_owner(&metadata) {
-            return Err(format!(
-                "{folder}, the folder of {shown}, may be changed by another user ({owner}); run \
-                 `chown {} {folder}` {elsewhere}",
-                running_user()
-            ));
-        }
-        let mode = metadata.permissions().mode();
-        if mode & OTHERS_WRITE != 0 && mode & STICKY == 0 {
-            return Err(format!(
-                "{folder}, the folder of {shown}, may be changed by other users (its \
-                 permissions are {:o}); run `chmod {DIR_MODE:o} {folder}` {elsewhere}",
-                mode & 0o777
-            ));
-        }
-        Ok(())
+        check_folder(&self.path, self.kind.noun)
     }
 
     /// Changes the records under the lock: reads the file (an error leaves it as it is),
@@ -265,15 +239,54 @@ impl RecordFile {
     }
 }
 
+/// Refuses the folder of `path` (a file only the user may use, a `noun`) when another user owns
+/// it or may write in it: whoever may change the folder may replace or remove the file. An
+/// absent folder is no refusal (the first write makes it, `0700`). The error names the folder
+/// and what to do.
+pub(crate) fn check_folder(path: &Path, noun: &str) -> Result<(), String> {
+    let place = folder_of(path);
+    let (folder, shown) = (place.display(), path.display());
+    let metadata = match fs::metadata(place) {
+        Ok(metadata) => metadata,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot read {folder}, the folder of {shown}: {e}")),
+    };
+    let elsewhere = format!("or keep the {} in a folder of your own", noun);
+    if let Some(owner) = foreign_owner(&metadata) {
+        return Err(format!(
+            "{folder}, the folder of {shown}, may be changed by another user ({owner}); run \
+             `chown {} {folder}` {elsewhere}",
+            running_user()
+        ));
+    }
+    let mode = metadata.permissions().mode();
+    if mode & OTHERS_WRITE != 0 && mode & STICKY == 0 {
+        return Err(format!(
+            "{folder}, the folder of {shown}, may be changed by other users (its \
+             permissions are {:o}); run `chmod {DIR_MODE:o} {folder}` {elsewhere}",
+            mode & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// The folder `path` is in, as written: `.` for a bare name.
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
 /// The user this process runs as (its effective user id, which the kernel checks a file's
 /// permissions against).
-fn running_user() -> u32 {
+pub(crate) fn running_user() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
 /// Who owns `metadata`'s file or folder, said for an error, when it is neither the user
 /// running runvil nor root.
-fn foreign_owner(metadata: &fs::Metadata) -> Option<String> {
+pub(crate) fn foreign_owner(metadata: &fs::Metadata) -> Option<String> {
     let (owner, me) = (metadata.uid(), running_user());
     (owner != me && owner != ROOT)
         .then(|| format!("its owner is user {owner}, and runvil runs as user {me}"))

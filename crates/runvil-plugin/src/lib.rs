@@ -11,6 +11,8 @@
 //! - [`Packs`], [`PackFactory`], [`Construct`], [`Config`]: the registry and how a Pack is
 //!   built, its configuration handed over once and wiped when dropped.
 //! - [`Pack`], [`ToolSpec`], [`ToolError`], [`Unavailable`]: what a built Pack offers.
+//! - [`CallOptions`], [`View`]: how one call is made, and what its caller may see (a Host
+//!   serving many callers hides from each what its policy denies).
 //! - [`StatusReceiver`], [`BackendStatus`], [`BackendState`], [`Progress`], [`ProgressSink`]:
 //!   what a Host observes of a running Pack (see [`Pack::status`], [`Pack::shutdown`]).
 //! - [`Services`], [`Service`], [`TOKIO_RUNTIME`]: typed values a Host lends to Packs.
@@ -32,6 +34,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod authorization;
+mod call;
 mod config;
 mod pack;
 mod packs;
@@ -44,6 +47,7 @@ pub use authorization::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, AuthorizeError, Authorizer,
     CLIENT_METADATA_URL, CREDENTIAL_STORE, CredentialStore,
 };
+pub use call::{CallOptions, View};
 pub use config::Config;
 pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};

@@ -6,6 +6,7 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
+use crate::call::CallOptions;
 use crate::status::{ProgressSink, StatusReceiver};
 use crate::store::StoreError;
 use crate::trust::HeldTool;
@@ -15,8 +16,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A built Pack: a set of tools a run can list and call.
 ///
-/// Dropping a future returned by [`Pack::call`] abandons the call; a Pack that talks to a
-/// remote system should tell it so.
+/// Dropping a future returned by [`Pack::call_with`] (or [`Pack::call`]) abandons the call; a
+/// Pack that talks to a remote system should tell it so.
 pub trait Pack: Send + Sync {
     /// Text the Host shows a model before any tool, when the Pack is declared. `None` means
     /// declaring the Pack only makes it required.
@@ -29,23 +30,37 @@ pub trait Pack: Send + Sync {
     fn ready(&self) -> BoxFuture<'_, Result<(), Unavailable>>;
 
     /// Calls one of [`Pack::tools`] by its qualified name with JSON arguments and answers text
-    /// for a model.
-    ///
-    /// The call runs on the runtime the Host lent the Pack (its work, timers and I/O),
-    /// whatever executor polls the returned future.
-    fn call(&self, tool: &str, args: Value) -> BoxFuture<'_, Result<String, ToolError>>;
+    /// for a model: [`Pack::call_with`] with the default [`CallOptions`].
+    fn call(&self, tool: &str, args: Value) -> BoxFuture<'_, Result<String, ToolError>> {
+        self.call_with(tool, args, CallOptions::default())
+    }
 
     /// [`Pack::call`], with the call's [`Progress`](crate::Progress) reported to `progress`
-    /// as its backend sends it. A Pack that has no progress to report makes the plain call.
+    /// as its backend sends it.
     fn call_with_progress(
         &self,
         tool: &str,
         args: Value,
         progress: ProgressSink,
     ) -> BoxFuture<'_, Result<String, ToolError>> {
-        let _ = progress;
-        self.call(tool, args)
+        self.call_with(tool, args, CallOptions::default().with_progress(progress))
     }
+
+    /// Calls one of [`Pack::tools`] by its qualified name with JSON arguments, as `options`
+    /// say: the call's progress goes to their sink (a Pack with no progress to report sends
+    /// none), and the caller sees only what their [`View`](crate::View) shows.
+    ///
+    /// The one method every Pack writes, so none can ignore a caller's view by accident: a
+    /// Pack whose tools name nothing a view could hide may disregard it.
+    ///
+    /// The call runs on the runtime the Host lent the Pack (its work, timers and I/O),
+    /// whatever executor polls the returned future.
+    fn call_with(
+        &self,
+        tool: &str,
+        args: Value,
+        options: CallOptions,
+    ) -> BoxFuture<'_, Result<String, ToolError>>;
 
     /// Where each of the Pack's backends stands, updated as it changes: a Host waits on it
     /// (`wait_for`) and shows it instead of polling. A Pack without backends has none.

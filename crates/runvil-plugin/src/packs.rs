@@ -126,7 +126,7 @@ impl Packs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BoxFuture, ToolError, ToolSpec};
+    use crate::{BoxFuture, CallOptions, ToolError, ToolSpec};
 
     struct Echo(String);
 
@@ -140,7 +140,12 @@ mod tests {
         fn ready(&self) -> BoxFuture<'_, Result<(), Unavailable>> {
             Box::pin(async { Ok(()) })
         }
-        fn call(&self, _: &str, _: Value) -> BoxFuture<'_, Result<String, ToolError>> {
+        fn call_with(
+            &self,
+            _: &str,
+            _: Value,
+            _: CallOptions,
+        ) -> BoxFuture<'_, Result<String, ToolError>> {
             let text = self.0.clone();
             Box::pin(async move { Ok(text) })
         }

@@ -25,6 +25,8 @@
 //!   behind an OAuth authorization server, both of `hostile`'s making), `changing.rs` (a server
 //!   whose tools a test changes while the Pack runs), `canaries.rs` (the canary secrets and
 //!   the check that a text holds none of them in any form).
+//! - feature `peers`: other SDKs' programs the tests run (`peers.rs`), installed on first use
+//!   at pinned versions.
 
 #![forbid(unsafe_code)]
 
@@ -36,10 +38,14 @@ pub mod changing;
 mod handler;
 #[cfg(feature = "hostile")]
 pub mod hostile;
+#[cfg(feature = "idp")]
+pub mod idp;
 #[cfg(feature = "hostile")]
 pub mod oauth;
 #[cfg(feature = "pack")]
 mod pack;
+#[cfg(feature = "peers")]
+pub mod peers;
 #[cfg(feature = "server")]
 mod recorder;
 #[cfg(feature = "server")]

@@ -309,6 +309,11 @@ impl Fixture {
         self.recorder.ids(Ids::SlowStarted)
     }
 
+    /// Request ids of every `slow` call that observed its cancellation.
+    pub fn slow_cancelled(&self) -> Vec<Value> {
+        self.recorder.ids(Ids::SlowCancelled)
+    }
+
     /// Request ids named by every `notifications/cancelled` it received: the session-based
     /// revisions' way to cancel (at 2026-07-28 closing the response stream cancels instead).
     pub fn cancel_notifications(&self) -> Vec<Value> {

@@ -5,6 +5,8 @@
 // Each test file uses part of this module.
 #![allow(dead_code)]
 
+pub(crate) mod gateway;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,13 +35,16 @@ pub(crate) fn runvil_command(args: &[&str]) -> Command {
 /// A pins file no other command uses, in the scratch folder cargo gives integration tests
 /// (under the target folder): every command trusts its servers' tools as it first lists them,
 /// as a new user's would, whatever another test (or an earlier run, on a port used again)
-/// listed, and no test writes the pins of the user running it.
+/// listed, and no test writes the pins of the user running it. Each in a folder of its own,
+/// since what a command keeps beside the pins file (the gateway's `audit.jsonl`) is its own
+/// too.
 pub(crate) fn scratch_pins() -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::SeqCst);
     Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("runvil-pins-{}", std::process::id()))
-        .join(format!("{n}.json"))
+        .join(n.to_string())
+        .join("pins.json")
 }
 
 /// Runs `runvil` with `args` in `dir`, with `home` as HOME (and its `.config` as the user's
@@ -196,4 +201,48 @@ pub(crate) async fn backend_late(late: Duration) -> Fixture {
 /// A config naming `server` as `backend`.
 pub(crate) fn config_for(server: &Fixture) -> Temp {
     Temp::config(json!({ "backend": { "url": server.url() } }))
+}
+
+/// Waits until `done` holds, failing the test with `what` after `within`.
+pub(crate) async fn wait_until(what: &str, within: Duration, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `GET path` of `base` (`https://127.0.0.1:PORT`) over TLS, trusting only `cert`: the raw
+/// answer, headers and body.
+pub(crate) async fn tls_get(base: &str, cert: &Path, path: &str) -> String {
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::aws_lc_rs};
+
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(cert).expect("the test certificate") {
+        roots.add(cert.expect("a certificate")).expect("a root");
+    }
+    let config = ClientConfig::builder_with_provider(Arc::new(aws_lc_rs::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let address = base.strip_prefix("https://").expect("an https base");
+    let tcp = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let name = ServerName::try_from("127.0.0.1").expect("a name");
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let mut tls = connector
+        .connect(name, tcp)
+        .await
+        .expect("the TLS handshake");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    tls.write_all(request.as_bytes()).await.expect("sent");
+    let mut answer = Vec::new();
+    let _ = tls.read_to_end(&mut answer).await;
+    text(&answer)
 }
