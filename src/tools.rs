@@ -23,7 +23,8 @@ use crate::connector::{Board, Ready, Server, Status, server_span};
 use crate::envelope::{self, CheckedTool, Outcome, Shown};
 use crate::lifecycle::Lifecycle;
 use crate::listing::{self, Summary};
-use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR};
+use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR, MAX_SEARCH_RESULTS};
+use crate::search::{self, Indexes, Query};
 use crate::secret::Scrubber;
 use crate::session::{Outbound, SessionError};
 
@@ -50,6 +51,8 @@ struct CallContext {
     scrubber: Arc<Scrubber>,
     /// The two tools' published schemas, which their arguments are checked against.
     schemas: Schemas,
+    /// Each server's catalog indexed for search, as of its last search.
+    indexes: Indexes,
 }
 
 impl McpPack {
@@ -63,6 +66,7 @@ impl McpPack {
         Self {
             context: Arc::new(CallContext {
                 id,
+                indexes: Indexes::new(servers.len()),
                 servers,
                 scrubber,
                 schemas: Schemas::new(),
@@ -142,6 +146,10 @@ impl CallContext {
 
     fn list(&self, args: ListArguments) -> Result<String, ToolError> {
         let namespace = args.namespace.as_deref();
+        // The schema's `dependentSchemas` refuses a query with a toolName.
+        if let Some(query) = args.query.as_deref() {
+            return self.search(query, namespace);
+        }
         match (namespace, args.tool_name.as_deref()) {
             // The schema's `dependentRequired` refuses a toolName without a namespace.
             (None, _) => {
@@ -169,6 +177,36 @@ impl CallContext {
                 Ok(listing::one_tool(&server.name, &tool))
             }
         }
+    }
+
+    /// The ready servers' tools (or `namespace`'s) that best match `query`, best first.
+    fn search(&self, query: &str, namespace: Option<&str>) -> Result<String, ToolError> {
+        let searched = match namespace {
+            Some(namespace) => vec![self.server(namespace)?],
+            None => self.servers.iter().collect(),
+        };
+        let mut indexes = Vec::with_capacity(searched.len());
+        let mut not_searched = Vec::new();
+        for server in searched {
+            server.used();
+            match server.status() {
+                Status::Ready(ready) => {
+                    let at = self.servers.iter().position(|s| Arc::ptr_eq(s, server));
+                    let at = at.expect("a server of the Pack");
+                    let index = self.indexes.of(at, &server.name, &ready.catalog);
+                    indexes.push((server.name.as_str(), index));
+                }
+                _ => not_searched.push(server.name.as_str()),
+            }
+        }
+        let catalogs: Vec<_> = indexes.iter().map(|(n, index)| (*n, &**index)).collect();
+        let found = search::search(
+            &catalogs,
+            &Query::new(query),
+            &|_, _| true,
+            MAX_SEARCH_RESULTS,
+        );
+        Ok(listing::found::answer(query, &found, not_searched))
     }
 
     async fn call_tool(
@@ -301,7 +339,9 @@ impl Pack for McpPack {
                 description: "Lists the tools of the connected MCP servers. With no arguments: \
                     each server's namespace, status (ready, loading, or error with a reason) and \
                     tool names. With namespace: that server's tools with descriptions and input \
-                    schemas. With namespace and toolName: that one tool. Answers JSON."
+                    schemas. With namespace and toolName: that one tool. With query (and \
+                    optionally namespace): the tools that best match it, best first, each with \
+                    a short description. Answers JSON."
                     .to_owned(),
                 input_schema: schemas.list.schema.clone(),
             },

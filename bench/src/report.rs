@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::clients::{Kind, Payload};
 use crate::relist::Listed;
+use crate::search::Searched;
 use crate::server::Mode;
 
 /// What a row of the wire table measures.
@@ -79,6 +80,8 @@ pub(crate) struct Results {
     pub(crate) relist_first: Vec<Listed>,
     /// Its re-listing after a change notice, one per round.
     pub(crate) relist_again: Vec<Listed>,
+    /// Search: recall on the evaluation set, and latency over 10,000 tools.
+    pub(crate) search: Option<Searched>,
 }
 
 impl Results {
@@ -243,6 +246,28 @@ impl Results {
                 format!("{} ; {}", rounds(&ms), peaks.join(" ; ")),
             ));
         }
+        if let Some(search) = &self.search {
+            let set = format!(
+                "{} queries, {} tools of {} servers",
+                search.queries, search.tools, search.servers
+            );
+            for (label, recall) in [
+                ("", search.clean),
+                (", 20 poisoned tools added", search.poisoned),
+            ] {
+                out.push_str(&pack_only(
+                    &format!("search recall@1 ; recall@5, {set}{label}"),
+                    format!("{:.3} ; {:.3}", recall.at_1, recall.at_5),
+                ));
+            }
+            out.push_str(&pack_only(
+                "search over 10,000 tools: first query (indexing) ; p50 ; p99 ms",
+                format!(
+                    "{:.3} ; {:.3} ; {:.3}",
+                    search.first_ms, search.p50_ms, search.p99_ms
+                ),
+            ));
+        }
         out
     }
 
@@ -255,7 +280,8 @@ impl Results {
         let nodelay_small = |figure, other| pack_vs(Mode::NoDelay, small, figure, other);
         let modern_small = |figure| pack_vs(Mode::Modern, small, figure, Kind::Raw);
         let large_key = |figure| RowKey::new(Mode::NoDelay, large, figure);
-        let pairs: [(&str, Option<f64>); 20] = [
+        let search = self.search.as_ref();
+        let pairs: [(&str, Option<f64>); 25] = [
             (
                 "nagle_c1_p50_vs_nopool",
                 pack_vs(Mode::Default, small, Figure::P50, Kind::RawNoPool),
@@ -321,6 +347,17 @@ impl Results {
             ("ready_100_vs_1", self.ready_ratio()),
             ("list_100x100_p50_ms", self.list_ms.map(|(p50, _)| p50)),
             ("idle_kib_per_server", self.idle_kib_per_server()),
+            ("search_10k_p50_ms", search.map(|s| s.p50_ms)),
+            ("search_recall_at_1", search.map(|s| s.clean.at_1)),
+            ("search_recall_at_5", search.map(|s| s.clean.at_5)),
+            (
+                "search_poisoned_recall_at_1",
+                search.map(|s| s.poisoned.at_1),
+            ),
+            (
+                "search_poisoned_recall_at_5",
+                search.map(|s| s.poisoned.at_5),
+            ),
         ];
         let mut line = "RATIOS".to_owned();
         for (name, value) in pairs {

@@ -20,3 +20,4 @@ mod lifecycle;
 mod live;
 mod pins;
 mod protocol;
+mod search;
