@@ -84,6 +84,21 @@ policy! {
     /// never allowed to keep a task alive for long after the Pack is gone.
     const FAREWELL_TIMEOUT: Duration = Duration::from_secs(5) => secs;
 
+    /// How long the rest of an answered SSE stream is read in the background, so its connection
+    /// carries the next request instead of being closed: a server ends the stream right after
+    /// the answer. One that keeps it open longer has its connection closed, which at 2026-07-28
+    /// cancels nothing, since the request was answered.
+    const STREAM_DRAIN_TIMEOUT: Duration = Duration::from_secs(1) => secs;
+
+    /// The most bytes read from an answered SSE stream after its answer before its connection is
+    /// closed instead: the end of a stream is a few bytes, and nothing after the answer is used.
+    const MAX_STREAM_DRAIN_BYTES: usize = 64 * 1024 => plain;
+
+    /// Answered streams one Pack reads to their end at once; past it an answered stream's
+    /// connection is closed at once, so a server that never ends its streams holds at most this
+    /// many connections and tasks.
+    const MAX_DRAINING_STREAMS: usize = 256 => plain;
+
     /// The largest JSON response body. At least 8 MiB so one `tools/list` page can carry a large
     /// but legitimate catalog; past it the operation fails and nothing more is buffered.
     const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024 => plain;
@@ -293,12 +308,30 @@ policy! {
     /// and a server cannot make the user's record grow past this per tool.
     const MAX_PINNED_DEFINITION_BYTES: usize = 64 * 1024 => plain;
 
-    /// The most fields a held tool's changes list; the rest are counted.
+    /// The most fields a held tool's changes list, counting first the fields a model reads
+    /// (name, title, description, both schemas, annotations, `execution`), which are all listed
+    /// whatever their number (a definition's size bounds them); the rest are counted.
     const MAX_CHANGES_SHOWN: usize = 64 => plain;
 
-    /// The longest value (or field path) a held tool's change shows, before and after, cleaned; the
-    /// rest is cut with a marker.
+    /// The longest part of a value (or field path) a held tool's change shows, before and after,
+    /// cleaned: a longer value shows this many characters of both sides from the same place,
+    /// around their first difference, with where that is.
     const MAX_CHANGE_CHARS: usize = 512 => plain;
+
+    /// How many characters before the first difference of two long values their shown parts
+    /// start, so the reader sees what the change follows.
+    const CHANGE_CONTEXT_CHARS: usize = 128 => plain;
+
+    /// The least time between two reads of a server's pin record prompted by its use: a held
+    /// tool listed or called waits for one (an approval made elsewhere counts at its next use),
+    /// any other use starts one in the background (a rejection made elsewhere counts soon after),
+    /// so calls of trusted tools never wait for it, unless the Host said the record changed.
+    const PIN_RECHECK_INTERVAL: Duration = Duration::from_secs(1) => secs;
+
+    /// The most times one change of a server's pin record is tried when other processes keep
+    /// changing the record in between (each try reads it again and judges again); past it the
+    /// change fails with a reason.
+    const MAX_PIN_SAVE_ATTEMPTS: usize = 8 => plain;
 
     /// What replaces a secret wherever one would have been shown.
     const REDACTION_MARKER: &str = "[redacted]" => plain;
@@ -306,6 +339,12 @@ policy! {
     /// Configured secrets shorter than this are not scrubbed from free text: replacing every `a` or
     /// `1` in a result would destroy it while hiding nothing worth hiding.
     const MIN_SCRUBBED_SECRET_CHARS: usize = 6 => plain;
+
+    /// A path segment or host label of a configured URL this long, holding letters and digits
+    /// both, is taken for a key written into the URL (`/mcp/s/<key>/mcp`) and scrubbed like a
+    /// configured secret, as every query value and the userinfo are: keys are long and random,
+    /// so the words of an ordinary URL (`v1`, `mcp`, `streamable-http`) stay readable.
+    const MIN_KEY_SHAPED_CHARS: usize = 16 => plain;
 
     /// Secrets the Pack obtained while running (tokens, codes, registered clients) the scrubber
     /// keeps, the newest: a token refreshed every few minutes for weeks stays bounded, and the

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use runvil_plugin::{
-    AUTHORIZATION_HINT, AUTHORIZER, Authorizer, BackendState, CREDENTIAL_STORE, CredentialStore,
-    PIN_STORE, Pack, Packs, PinStore, Services, TOKIO_RUNTIME, TRUST_HINT, ToolError,
+    AUTHORIZATION_HINT, AUTHORIZER, Authorizer, BackendState, CREDENTIAL_STORE, Config,
+    CredentialStore, PIN_STORE, Pack, Packs, PinStore, Services, TOKIO_RUNTIME, TRUST_HINT,
+    ToolError,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::runtime::Handle;
 
 use crate::cli::{Answer, DEFAULT_WAIT_SECS};
@@ -30,7 +31,7 @@ pub(crate) const EXIT_TRANSPORT: u8 = 4;
 
 /// `runvil tools`: the listing, of every server, one server, or one tool.
 pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answer: &Answer) -> u8 {
-    let mut args = serde_json::Map::new();
+    let mut args = Map::new();
     if let Some(namespace) = &namespace {
         args.insert("namespace".into(), json!(namespace));
     }
@@ -39,6 +40,24 @@ pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answe
     }
     let call = ("mcp/get_dynamic_tools", Value::Object(args));
     respond(answer, call, namespace.as_deref(), None).await
+}
+
+/// What is said on stderr of a server that holds tools until the user approves them, where
+/// a person looks: after `runvil tools`, and by `serve` whenever the number changes.
+pub(crate) fn held_line(namespace: &str, held: usize) -> String {
+    let name = shown(namespace);
+    format!("{name}: {held} held (run `runvil trust {name}`)")
+}
+
+/// Says [`held_line`] of each server of `pack` that holds tools now.
+fn say_held(pack: &Arc<dyn Pack>) {
+    let holding: Vec<(String, usize)> = (pack.status().borrow().iter())
+        .filter(|server| server.held > 0)
+        .map(|server| (server.name.clone(), server.held))
+        .collect();
+    for (namespace, held) in holding {
+        eprintln!("runvil: {}", held_line(&namespace, held));
+    }
 }
 
 /// `runvil call`: one tool's result text.
@@ -157,6 +176,10 @@ async fn respond(
                 None => pack.call(tool, args).await,
             };
             let code = finish(outcome, format);
+            if progress_of.is_none() {
+                // `tools`: the listing names held tools only under one server's `rejected`.
+                say_held(&pack);
+            }
             match only {
                 Some(namespace) if code == EXIT_OK => server_exit_code(&pack, namespace),
                 _ => code,
@@ -287,7 +310,10 @@ pub(crate) fn build_pack_with(servers: Value, lent: Lent) -> Result<Arc<dyn Pack
 
 fn build_pack_on(servers: Value, runtime: Handle, lent: Lent) -> Result<Arc<dyn Pack>, String> {
     let mut packs = Packs::new();
-    plugin_mcp::install(&mut packs, &json!({ "mcp": servers }));
+    // The Host's copy, moved in rather than copied, is wiped once the Plugin has its own.
+    let config = Config::new(Value::Object(Map::from_iter([("mcp".to_owned(), servers)])));
+    plugin_mcp::install(&mut packs, config.value());
+    drop(config);
     let mut services = Services::new();
     services.insert(TOKIO_RUNTIME, runtime);
     services.insert(AUTHORIZATION_HINT, LOGIN_HINT.to_owned());

@@ -8,7 +8,8 @@
 //!
 //! # Layout
 //!
-//! - [`Packs`], [`PackFactory`], [`Construct`]: the registry and how a Pack is built.
+//! - [`Packs`], [`PackFactory`], [`Construct`], [`Config`]: the registry and how a Pack is
+//!   built, its configuration handed over once and wiped when dropped.
 //! - [`Pack`], [`ToolSpec`], [`ToolError`], [`Unavailable`]: what a built Pack offers.
 //! - [`StatusReceiver`], [`BackendStatus`], [`BackendState`], [`Progress`], [`ProgressSink`]:
 //!   what a Host observes of a running Pack (see [`Pack::status`], [`Pack::shutdown`]).
@@ -16,19 +17,22 @@
 //! - [`Authorizer`], [`AuthorizeError`], [`AUTHORIZER`], [`CLIENT_METADATA_URL`],
 //!   [`AUTHORIZATION_HINT`], [`CredentialStore`], [`CREDENTIAL_STORE`]: the user's part of an OAuth authorization and
 //!   the storage of its outcome, which a Host lends to Packs that need them.
-//! - [`PinStore`], [`PIN_STORE`], [`TRUST_HINT`], [`HeldTool`], [`Held`], [`FieldChange`],
-//!   [`StoreError`]: the user's trust in the tools of a Pack's backends, kept between runs,
+//! - [`PinStore`], [`Stored`], [`Version`], [`Saved`], [`PIN_STORE`], [`TRUST_HINT`],
+//!   [`HeldTool`], [`Held`], [`FieldChange`], [`Excerpt`], [`StoreError`]: the user's trust in
+//!   the tools of a Pack's backends, kept between runs (records saved by compare-and-set),
 //!   and the tools a Pack holds until the user approves them ([`Pack::held`],
-//!   [`Pack::approve`]).
+//!   [`Pack::reviewed`], [`Pack::approve`]).
 //!
 //! The contract is deliberately free of async-trait machinery: futures are boxed
-//! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio`.
+//! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio` (and the
+//! contract itself `zeroize`, to wipe a configuration).
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod authorization;
+mod config;
 mod pack;
 mod packs;
 mod services;
@@ -40,12 +44,15 @@ pub use authorization::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, AuthorizeError, Authorizer,
     CLIENT_METADATA_URL, CREDENTIAL_STORE, CredentialStore,
 };
+pub use config::Config;
 pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};
 pub use status::{BackendState, BackendStatus, Progress, ProgressSink, StatusReceiver};
 pub use store::StoreError;
-pub use trust::{FieldChange, Held, HeldTool, PIN_STORE, PinStore, TRUST_HINT};
+pub use trust::{
+    Excerpt, FieldChange, Held, HeldTool, PIN_STORE, PinStore, Saved, Stored, TRUST_HINT, Version,
+};
 
 /// A Plugin: inserts its Packs into the Host's registry, given the Host's whole configuration.
 ///
