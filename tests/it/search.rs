@@ -120,3 +120,42 @@ async fn a_query_with_a_tool_name_or_past_its_length_is_a_usage_error() {
         "unknown namespace \"nope\"; the namespaces are: files, local, mail"
     );
 }
+
+/// `count` tools that all match "match", the later ones better (each says it once more).
+fn matching(count: usize) -> Value {
+    let tools: Vec<Value> = (0..count)
+        .map(|i| {
+            tool(
+                &format!("t{i:02}"),
+                &format!("{}.", "match ".repeat(1 + i % 2)),
+            )
+        })
+        .collect();
+    Value::Array(tools)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_answers_at_most_twenty_tools() {
+    let at_limit = serving(matching(20)).await;
+    let past = serving(matching(21)).await;
+    let pack = support::pack(json!({
+        "at": {"url": at_limit.url},
+        "past": {"url": past.url},
+    }));
+    support::wait_for(&pack, "at", "ready", READY).await;
+    support::wait_for(&pack, "past", "ready", READY).await;
+    let names = |answer: &Value| -> Vec<String> {
+        let results = answer["results"].as_array().expect("results");
+        results
+            .iter()
+            .map(|r| r["name"].as_str().expect("a name").to_owned())
+            .collect()
+    };
+    let answer = support::list(&pack, json!({"namespace": "at", "query": "match"})).await;
+    assert_eq!(names(&answer).len(), 20);
+    // One past it: the twenty best, those saying it twice first; t20 (once) is left out.
+    let answer = support::list(&pack, json!({"namespace": "past", "query": "match"})).await;
+    let mut expected: Vec<String> = (1..20).step_by(2).map(|i| format!("t{i:02}")).collect();
+    expected.extend((0..20).step_by(2).map(|i| format!("t{i:02}")));
+    assert_eq!(names(&answer), expected);
+}
