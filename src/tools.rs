@@ -188,19 +188,18 @@ impl CallContext {
     /// search reads tools as the listing of a namespace does: a server holding tools has its
     /// pin record read again first, so a tool approved elsewhere can be found at once.
     async fn search(&self, query: &str, namespace: Option<&str>) -> Result<String, ToolError> {
-        let searched = match namespace {
-            Some(namespace) => vec![self.server(namespace)?],
-            None => self.servers.iter().collect(),
-        };
+        let mut searched: Vec<(usize, &Arc<Server>)> = self.servers.iter().enumerate().collect();
+        if let Some(namespace) = namespace {
+            let server = self.server(namespace)?;
+            searched.retain(|(_, s)| Arc::ptr_eq(s, server));
+        }
         let mut indexes = Vec::with_capacity(searched.len());
         let mut not_searched = Vec::new();
-        for server in searched {
+        for (at, server) in searched {
             server.used();
             server.recheck_before_use(server.holds_any()).await;
             match server.status() {
                 Status::Ready(ready) => {
-                    let at = self.servers.iter().position(|s| Arc::ptr_eq(s, server));
-                    let at = at.expect("a server of the Pack");
                     let index = self.indexes.of(at, &server.name, &ready.catalog);
                     indexes.push((server.name.as_str(), index));
                 }
