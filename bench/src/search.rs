@@ -186,8 +186,9 @@ async fn recall(servers: &[(String, Value)], queries: &[Query]) -> Result<Recall
 }
 
 /// [`LARGE_TOOLS`] tools over [`LARGE_SERVERS`] servers, made of the set's tools over and over,
-/// each renamed `<name>_<i>` (two servers of the set both have a `search_issues`), and the time of the evaluation's queries over them: the first one,
-/// which builds every index, then the p50 and p99 of [`LARGE_QUERIES`], ms.
+/// each renamed `<name>_<i>` (two servers of the set both have a `search_issues`), and the
+/// time of the evaluation's queries over them: the first one, which builds every index, then
+/// the p50 and p99 of [`LARGE_QUERIES`], ms.
 async fn large(servers: &[(String, Value)], queries: &[Query]) -> Result<(f64, f64, f64), String> {
     let originals: Vec<&Value> = servers
         .iter()

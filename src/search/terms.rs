@@ -12,11 +12,12 @@
 //! at nearly nothing, and "all" or "me" can be what tells two tools apart), stemming past
 //! plurals (`-ing`, `-ed`, truncation) and a table of synonyms (`folder` for `directory`),
 //! which raised recall on the queries it was written beside and lowered it on the held-out
-//! ones. Matching a query's word to the longer words it starts (`summarize` to `summarizer`,
-//! `work` to `worklog`, at half weight) found one or two more queries of each set, too few
-//! to tell from chance, and needs a scan of every server's vocabulary per query: left out
-//! too. The plural rule reads `news` as `new`, a known weakness of "S" stemmers, kept rather
-//! than a list of exceptions written for the set's queries. ASCII folding is not done either: the set has no accented text to measure it on,
+//! ones. Matching a query's word to the longer words it starts and the shorter ones that
+//! start it (`summarize` and `summarizer`, `reviewers` and `review`, at half weight) found one
+//! or two more queries of each set, too few to tell from chance, and needs a scan of every
+//! server's vocabulary per query: left out too. The plural rule reads `news` as `new`, a known
+//! weakness of "S" stemmers, kept rather than a list of exceptions written for the set's
+//! queries. ASCII folding is not done either: the set has no accented text to measure it on,
 //! and lowercasing already treats every script alike.
 
 /// Hands each of the first `limit` terms of `text` to `each`, in order, and answers how many

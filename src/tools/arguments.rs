@@ -5,8 +5,9 @@
 //! A model reads one error and tries again, so one error is given, the most basic first:
 //! arguments that are not an object, then a key the tool does not take, then each property in
 //! order (the required ones in their order, then the others by name), then a property that
-//! needs another or refuses one. Each text is built from the validation error's kind and path. The one thing
-//! a schema cannot say, how a model finds a missing value, is the prose of [`missing_hint`].
+//! needs another or refuses one. Each text is built from the validation error's kind and
+//! path. The one thing a schema cannot say, how a model finds a missing value, is the prose of
+//! [`missing_hint`].
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
