@@ -1,8 +1,8 @@
 //! Search over the callable tools of the ready servers: what `get_dynamic_tools` answers for
 //! a `query`, best first.
 //!
-//! Each server's catalog gets an [`Index`] once, the first time it is searched (kept by
-//! [`Indexes`] until the catalog changes), never per query. Only the catalog's callable tools
+//! Each server's catalog gets an [`Index`] once, the first time it is searched, built on the
+//! blocking pool and kept by [`Indexes`] until the catalog changes: never per query. Only the catalog's callable tools
 //! are indexed: a held or rejected tool is not among them, so no query can find it; a tool a
 //! caller may not see (a gateway identity's denied tools) is filtered at query time by the
 //! caller's predicate, before it can take a place among the results.
@@ -31,7 +31,7 @@ mod terms;
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 
@@ -380,8 +380,9 @@ impl Stats {
 /// changes. A catalog is replaced whole when a server re-lists its tools or the user approves
 /// one, so the catalog's own allocation identifies its version.
 pub(crate) struct Indexes {
-    /// By server, in the Pack's order.
-    built: Vec<Mutex<Option<Built>>>,
+    /// By server, in the Pack's order. An async lock: a search that needs the index being
+    /// built waits for it without holding a worker, and each catalog is indexed once.
+    built: Vec<tokio::sync::Mutex<Option<Built>>>,
 }
 
 /// A catalog indexed (weakly: an old catalog is not kept alive for its index) and its index.
@@ -391,27 +392,36 @@ impl Indexes {
     /// Room for `servers` servers' indexes, none built.
     pub(crate) fn new(servers: usize) -> Self {
         Self {
-            built: (0..servers).map(|_| Mutex::new(None)).collect(),
+            built: (0..servers)
+                .map(|_| tokio::sync::Mutex::new(None))
+                .collect(),
         }
     }
 
     /// The index of `catalog`, the current catalog of the server at `server` whose namespace
-    /// is `namespace`: the one built before if the catalog is the same, else a new one.
-    pub(crate) fn of(&self, server: usize, namespace: &str, catalog: &Arc<ToolSet>) -> Arc<Index> {
-        let mut built = self.built[server]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match &*built {
-            // A live Weak keeps its allocation, so an equal pointer is this very catalog.
-            Some((indexed, index)) if Weak::as_ptr(indexed) == Arc::as_ptr(catalog) => {
-                Arc::clone(index)
-            }
-            _ => {
-                let index = Arc::new(Index::new(namespace, catalog));
-                *built = Some((Arc::downgrade(catalog), Arc::clone(&index)));
-                index
-            }
+    /// is `namespace`: the one built before if the catalog is the same, else a new one. `None`
+    /// if it could not be built (the runtime is shutting down).
+    pub(crate) async fn of(
+        &self,
+        server: usize,
+        namespace: &str,
+        catalog: &Arc<ToolSet>,
+    ) -> Option<Arc<Index>> {
+        let mut built = self.built[server].lock().await;
+        // A live Weak keeps its allocation, so an equal pointer is this very catalog.
+        if let Some((indexed, index)) = &*built
+            && Weak::as_ptr(indexed) == Arc::as_ptr(catalog)
+        {
+            return Some(Arc::clone(index));
         }
+        // On the blocking pool: indexing 10,000 tools takes about as long as listing them
+        // (BENCHMARKS.md), and on a runtime worker it would hold up every other call of the
+        // Host meanwhile.
+        let (name, set) = (namespace.to_owned(), Arc::clone(catalog));
+        let index = tokio::task::spawn_blocking(move || Index::new(&name, &set));
+        let index = Arc::new(index.await.ok()?);
+        *built = Some((Arc::downgrade(catalog), Arc::clone(&index)));
+        Some(index)
     }
 }
 

@@ -200,8 +200,10 @@ impl CallContext {
             server.recheck_before_use(server.holds_any()).await;
             match server.status() {
                 Status::Ready(ready) => {
-                    let index = self.indexes.of(at, &server.name, &ready.catalog);
-                    indexes.push((server.name.as_str(), index));
+                    match self.indexes.of(at, &server.name, &ready.catalog).await {
+                        Some(index) => indexes.push((server.name.as_str(), index)),
+                        None => not_searched.push(server.name.as_str()),
+                    }
                 }
                 _ => not_searched.push(server.name.as_str()),
             }

@@ -195,15 +195,16 @@ fn held_rejected_and_invisible_tools_are_never_found() {
     assert_eq!(names(&shown), ["s/read_email"]);
 }
 
-#[test]
-fn an_index_is_built_once_per_catalog() {
+#[tokio::test]
+async fn an_index_is_built_once_per_catalog() {
     let indexes = Indexes::new(1);
     let first = Arc::new(tool_set(&[tool("list_files", "List files.")]));
-    let built = indexes.of(0, "s", &first);
-    assert!(Arc::ptr_eq(&built, &indexes.of(0, "s", &first)));
+    let built = indexes.of(0, "s", &first).await.expect("built");
+    let again = indexes.of(0, "s", &first).await.expect("built");
+    assert!(Arc::ptr_eq(&built, &again));
     // A new catalog (a re-list) gets a new index, which finds what it lists.
     let second = Arc::new(tool_set(&[tool("move_files", "Move files.")]));
-    let rebuilt = indexes.of(0, "s", &second);
+    let rebuilt = indexes.of(0, "s", &second).await.expect("built");
     assert!(!Arc::ptr_eq(&built, &rebuilt));
     let query = Query::new("move");
     let moved = search(&[("s", &rebuilt)], &query, &|_, _| true, 20);
