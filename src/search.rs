@@ -3,9 +3,10 @@
 //!
 //! Each server's catalog gets an [`Index`] once, the first time it is searched, built on the
 //! blocking pool and kept by [`Indexes`] until the catalog changes: never per query. Only the catalog's callable tools
-//! are indexed: a held or rejected tool is not among them, so no query can find it; a tool a
+//! are indexed: a held or rejected tool is not among them, so no query can find it. A tool a
 //! caller may not see (a gateway identity's denied tools) is filtered at query time by the
-//! caller's predicate, before it can take a place among the results.
+//! caller's predicate, from the results and from the statistics that order them, so the answer
+//! is the one a catalog without it would give.
 //!
 //! Ranking, in order:
 //! 1. A tool whose name equals the query (ignoring letter case), then one whose name starts
@@ -255,17 +256,25 @@ struct Rank {
 }
 
 /// The tools of `catalogs` (each with its namespace) that best match `query`, best first, at
-/// most `limit` of them, leaving out those `visible` says no to (given a namespace and a tool's
-/// name). A tool that matches nothing is not found.
+/// most `limit` of them, leaving out those `visible` says no to (given a catalog's place in
+/// `catalogs` and a tool's name). A tool that matches nothing is not found.
+///
+/// A tool the caller may not see leaves no trace: it is left out of the statistics that order
+/// the others too, so the answer is the one a catalog without it would give.
 pub(crate) fn search<'a>(
     catalogs: &[(&'a str, &'a Index)],
     query: &Query,
-    visible: &dyn Fn(&str, &str) -> bool,
+    visible: &dyn Fn(usize, &str) -> bool,
     limit: usize,
 ) -> Vec<Found<'a>> {
-    let stats = Stats::of(catalogs, query);
+    let shown: Vec<Vec<bool>> = catalogs
+        .iter()
+        .enumerate()
+        .map(|(at, (_, index))| index.tools.iter().map(|t| visible(at, &t.name)).collect())
+        .collect();
+    let stats = Stats::of(catalogs, &shown, query);
     let mut ranks: Vec<Rank> = Vec::new();
-    for (at, (namespace, index)) in catalogs.iter().enumerate() {
+    for (at, (_, index)) in catalogs.iter().enumerate() {
         let mut scores = vec![0.0; index.len()];
         for (term, idf) in query.terms.iter().zip(&stats.idf) {
             for posting in index.postings(term) {
@@ -284,7 +293,7 @@ pub(crate) fn search<'a>(
             }
         }
         for (tool, (&score, &tier)) in scores.iter().zip(&tiers).enumerate() {
-            if (tier < 2 || score > 0.0) && visible(namespace, &index.tools[tool].name) {
+            if (tier < 2 || score > 0.0) && shown[at][tool] {
                 let tool = u32::try_from(tool).expect("a server lists at most 10,000 tools");
                 ranks.push(Rank {
                     tier,
@@ -334,12 +343,23 @@ struct Stats {
 }
 
 impl Stats {
-    fn of(catalogs: &[(&str, &Index)], query: &Query) -> Self {
-        let tools: usize = catalogs.iter().map(|(_, index)| index.len()).sum();
+    /// Over the tools of `catalogs` that are `shown`.
+    fn of(catalogs: &[(&str, &Index)], shown: &[Vec<bool>], query: &Query) -> Self {
+        let mut tools = 0usize;
         let mut totals = [0u64; FIELDS];
-        for (_, index) in catalogs {
-            for (total, more) in totals.iter_mut().zip(index.total_lengths) {
-                *total += more;
+        for ((_, index), shown) in catalogs.iter().zip(shown) {
+            if shown.iter().all(|&s| s) {
+                tools += index.len();
+                for (total, more) in totals.iter_mut().zip(index.total_lengths) {
+                    *total += more;
+                }
+                continue;
+            }
+            for (lengths, _) in index.lengths.iter().zip(shown).filter(|(_, s)| **s) {
+                tools += 1;
+                for (total, &more) in totals.iter_mut().zip(lengths) {
+                    *total += u64::from(more);
+                }
             }
         }
         let n = tools as f64;
@@ -349,7 +369,11 @@ impl Stats {
             .map(|term| {
                 let with: usize = catalogs
                     .iter()
-                    .map(|(_, index)| index.postings(term).len())
+                    .zip(shown)
+                    .map(|((_, index), shown)| {
+                        let postings = index.postings(term);
+                        postings.iter().filter(|p| shown[p.tool as usize]).count()
+                    })
                     .sum();
                 let with = with as f64;
                 (1.0 + (n - with + 0.5) / (with + 0.5)).ln()

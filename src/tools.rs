@@ -212,6 +212,7 @@ impl CallContext {
         let found = search::search(
             &catalogs,
             &Query::new(query),
+            // Every tool of the Pack is the caller's to see.
             &|_, _| true,
             MAX_SEARCH_RESULTS,
         );

@@ -190,9 +190,27 @@ fn held_rejected_and_invisible_tools_are_never_found() {
     assert_eq!(found(&[("s", &set)], "find", 20), Vec::<String>::new());
     // A tool the caller may not see takes no place: the next one gets it.
     let index = Index::new("s", &listed);
-    let hidden = |namespace: &str, name: &str| !(namespace == "s" && name == "find_email");
+    let hidden = |_: usize, name: &str| name != "find_email";
     let shown = search(&[("s", &index)], &Query::new("find an email"), &hidden, 1);
     assert_eq!(names(&shown), ["s/read_email"]);
+}
+
+#[test]
+fn a_hidden_tool_leaves_no_trace_in_the_order_of_the_others() {
+    // Alone, "red" and "blue" are as rare as each other: the two tie, and the names decide.
+    let plain = [tool("p1", "Red."), tool("q1", "Blue.")];
+    let set = tool_set(&plain);
+    assert_eq!(found(&[("s", &set)], "red blue", 20), ["s/p1", "s/q1"]);
+    // Counted, two more tools saying "red" would make it the commoner word, and q1 first.
+    let mut more = plain.to_vec();
+    more.extend([tool("h1", "Red."), tool("h2", "Red.")]);
+    let more = tool_set(&more);
+    assert_eq!(found(&[("s", &more)], "red blue", 20)[0], "s/q1");
+    // Hidden from the caller, they change nothing.
+    let index = Index::new("s", &more);
+    let hidden = |_: usize, name: &str| !name.starts_with('h');
+    let shown = search(&[("s", &index)], &Query::new("red blue"), &hidden, 20);
+    assert_eq!(names(&shown), ["s/p1", "s/q1"]);
 }
 
 #[tokio::test]
