@@ -256,23 +256,26 @@ struct Rank {
 }
 
 /// The tools of `catalogs` (each with its namespace) that best match `query`, best first, at
-/// most `limit` of them, leaving out those `visible` says no to (given a catalog's place in
-/// `catalogs` and a tool's name). A tool that matches nothing is not found.
+/// most `limit` of them, leaving out those `visible` (when given) says no to, asked a catalog's
+/// place in `catalogs` and a tool's name. A tool that matches nothing is not found.
 ///
 /// A tool the caller may not see leaves no trace: it is left out of the statistics that order
 /// the others too, so the answer is the one a catalog without it would give.
 pub(crate) fn search<'a>(
     catalogs: &[(&'a str, &'a Index)],
     query: &Query,
-    visible: &dyn Fn(usize, &str) -> bool,
+    visible: Option<&dyn Fn(usize, &str) -> bool>,
     limit: usize,
 ) -> Vec<Found<'a>> {
-    let shown: Vec<Vec<bool>> = catalogs
-        .iter()
-        .enumerate()
-        .map(|(at, (_, index))| index.tools.iter().map(|t| visible(at, &t.name)).collect())
-        .collect();
-    let stats = Stats::of(catalogs, &shown, query);
+    // Asked once per tool; without a predicate (every tool visible) nothing is allocated.
+    let shown: Option<Vec<Vec<bool>>> = visible.map(|visible| {
+        let catalogs = catalogs.iter().enumerate();
+        catalogs
+            .map(|(at, (_, index))| index.tools.iter().map(|t| visible(at, &t.name)).collect())
+            .collect()
+    });
+    let shown = Shown(shown.as_deref());
+    let stats = Stats::of(catalogs, shown, query);
     let mut ranks: Vec<Rank> = Vec::new();
     for (at, (_, index)) in catalogs.iter().enumerate() {
         let mut scores = vec![0.0; index.len()];
@@ -293,7 +296,7 @@ pub(crate) fn search<'a>(
             }
         }
         for (tool, (&score, &tier)) in scores.iter().zip(&tiers).enumerate() {
-            if (tier < 2 || score > 0.0) && shown[at][tool] {
+            if (tier < 2 || score > 0.0) && shown.is(at, tool) {
                 let tool = u32::try_from(tool).expect("a server lists at most 10,000 tools");
                 ranks.push(Rank {
                     tier,
@@ -333,6 +336,16 @@ pub(crate) fn search<'a>(
         .collect()
 }
 
+/// Which tools of each catalog the caller may see, by catalog then tool; `None`: all of them.
+#[derive(Clone, Copy)]
+struct Shown<'a>(Option<&'a [Vec<bool>]>);
+
+impl Shown<'_> {
+    fn is(self, catalog: usize, tool: usize) -> bool {
+        self.0.is_none_or(|shown| shown[catalog][tool])
+    }
+}
+
 /// The statistics of the searched catalogs together: one server's scores are comparable with
 /// another's, and an index is built per server.
 struct Stats {
@@ -344,21 +357,23 @@ struct Stats {
 
 impl Stats {
     /// Over the tools of `catalogs` that are `shown`.
-    fn of(catalogs: &[(&str, &Index)], shown: &[Vec<bool>], query: &Query) -> Self {
+    fn of(catalogs: &[(&str, &Index)], shown: Shown<'_>, query: &Query) -> Self {
         let mut tools = 0usize;
         let mut totals = [0u64; FIELDS];
-        for ((_, index), shown) in catalogs.iter().zip(shown) {
-            if shown.iter().all(|&s| s) {
+        for (at, (_, index)) in catalogs.iter().enumerate() {
+            if shown.0.is_none() {
                 tools += index.len();
                 for (total, more) in totals.iter_mut().zip(index.total_lengths) {
                     *total += more;
                 }
                 continue;
             }
-            for (lengths, _) in index.lengths.iter().zip(shown).filter(|(_, s)| **s) {
-                tools += 1;
-                for (total, &more) in totals.iter_mut().zip(lengths) {
-                    *total += u64::from(more);
+            for (tool, lengths) in index.lengths.iter().enumerate() {
+                if shown.is(at, tool) {
+                    tools += 1;
+                    for (total, &more) in totals.iter_mut().zip(lengths) {
+                        *total += u64::from(more);
+                    }
                 }
             }
         }
@@ -369,10 +384,16 @@ impl Stats {
             .map(|term| {
                 let with: usize = catalogs
                     .iter()
-                    .zip(shown)
-                    .map(|((_, index), shown)| {
+                    .enumerate()
+                    .map(|(at, (_, index))| {
                         let postings = index.postings(term);
-                        postings.iter().filter(|p| shown[p.tool as usize]).count()
+                        match shown.0 {
+                            None => postings.len(),
+                            Some(_) => postings
+                                .iter()
+                                .filter(|p| shown.is(at, p.tool as usize))
+                                .count(),
+                        }
                     })
                     .sum();
                 let with = with as f64;

@@ -213,7 +213,7 @@ impl CallContext {
             &catalogs,
             &Query::new(query),
             // Every tool of the Pack is the caller's to see.
-            &|_, _| true,
+            None,
             MAX_SEARCH_RESULTS,
         );
         Ok(listing::found::answer(query, &found, not_searched))

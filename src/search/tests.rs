@@ -28,7 +28,7 @@ fn found(servers: &[(&str, &ToolSet)], query: &str, limit: usize) -> Vec<String>
         .map(|(namespace, set)| (*namespace, Index::new(namespace, set)))
         .collect();
     let catalogs: Vec<(&str, &Index)> = indexes.iter().map(|(n, i)| (*n, i)).collect();
-    names(&search(&catalogs, &Query::new(query), &|_, _| true, limit))
+    names(&search(&catalogs, &Query::new(query), None, limit))
 }
 
 fn names(found: &[Found<'_>]) -> Vec<String> {
@@ -191,7 +191,12 @@ fn held_rejected_and_invisible_tools_are_never_found() {
     // A tool the caller may not see takes no place: the next one gets it.
     let index = Index::new("s", &listed);
     let hidden = |_: usize, name: &str| name != "find_email";
-    let shown = search(&[("s", &index)], &Query::new("find an email"), &hidden, 1);
+    let shown = search(
+        &[("s", &index)],
+        &Query::new("find an email"),
+        Some(&hidden),
+        1,
+    );
     assert_eq!(names(&shown), ["s/read_email"]);
 }
 
@@ -209,7 +214,7 @@ fn a_hidden_tool_leaves_no_trace_in_the_order_of_the_others() {
     // Hidden from the caller, they change nothing.
     let index = Index::new("s", &more);
     let hidden = |_: usize, name: &str| !name.starts_with('h');
-    let shown = search(&[("s", &index)], &Query::new("red blue"), &hidden, 20);
+    let shown = search(&[("s", &index)], &Query::new("red blue"), Some(&hidden), 20);
     assert_eq!(names(&shown), ["s/p1", "s/q1"]);
 }
 
@@ -225,7 +230,7 @@ async fn an_index_is_built_once_per_catalog() {
     let rebuilt = indexes.of(0, "s", &second).await.expect("built");
     assert!(!Arc::ptr_eq(&built, &rebuilt));
     let query = Query::new("move");
-    let moved = search(&[("s", &rebuilt)], &query, &|_, _| true, 20);
+    let moved = search(&[("s", &rebuilt)], &query, None, 20);
     assert_eq!(names(&moved), ["s/move_files"]);
 }
 
@@ -273,7 +278,7 @@ mod evaluation {
             let mut expected = vec![query["expect"].as_str().expect("a tool")];
             let also = query.get("also").and_then(Value::as_array).into_iter();
             expected.extend(also.flatten().filter_map(Value::as_str));
-            let results = names(&search(&catalogs, &Query::new(text), &|_, _| true, 5));
+            let results = names(&search(&catalogs, &Query::new(text), None, 5));
             let place = results.iter().position(|r| expected.contains(&r.as_str()));
             at_1 += usize::from(place == Some(0));
             at_5 += usize::from(place.is_some());
