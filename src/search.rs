@@ -264,7 +264,7 @@ struct Rank {
 pub(crate) fn search<'a>(
     catalogs: &[(&'a str, &'a Index)],
     query: &Query,
-    visible: Option<&dyn Fn(usize, &str) -> bool>,
+    visible: Option<&Visible>,
     limit: usize,
 ) -> Vec<Found<'a>> {
     // Asked once per tool; without a predicate (every tool visible) nothing is allocated.
@@ -335,6 +335,9 @@ pub(crate) fn search<'a>(
         })
         .collect()
 }
+
+/// A caller's predicate: whether it may see the tool of this name in the catalog at this place.
+pub(crate) type Visible = dyn Fn(usize, &str) -> bool;
 
 /// Which tools of each catalog the caller may see, by catalog then tool; `None`: all of them.
 #[derive(Clone, Copy)]
