@@ -61,6 +61,7 @@ mod listing;
 mod param_headers;
 mod pins;
 mod policy;
+mod search;
 mod secret;
 mod session;
 mod sse;

@@ -6,6 +6,8 @@
 //! always shows it. Namespaces, statuses and reasons come from the configuration and the
 //! client's own texts, and are always shown.
 
+pub(crate) mod found;
+
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;

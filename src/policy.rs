@@ -218,6 +218,30 @@ policy! {
     /// rest are only counted. A page of millions of `{}` must not become millions of entries.
     const MAX_REJECTED_KEPT: usize = 100 => plain;
 
+    /// The most tools one `get_dynamic_tools` search answers, best first: a model picks among a
+    /// few, and the rest of a large catalog stays out of its context.
+    const MAX_SEARCH_RESULTS: usize = 20 => plain;
+
+    /// The longest description a search result shows, whitespace folded; a longer one is cut and
+    /// ends with `…`. Enough to tell tools apart; `get_dynamic_tools` with the namespace and the
+    /// tool's name shows all of it.
+    const MAX_SEARCH_DESCRIPTION_CHARS: usize = 200 => plain;
+
+    /// The longest search query: a few words say what a tool should do; a longer one is refused
+    /// with an error saying so.
+    const MAX_SEARCH_QUERY_CHARS: usize = 256 => plain;
+
+    /// The terms of each description (a tool's, and each of its parameters') that search matches
+    /// a query against: the first ones, where a description says what the tool does. A server
+    /// stuffing keywords after them gains nothing. On the evaluation set, 24 found the most tools
+    /// first; 16 let poisoned tools win fewer queries but found fewer, 32 let them win more.
+    const MAX_INDEXED_DESCRIPTION_TERMS: usize = 24 => plain;
+
+    /// How many times a term repeated in one field of a tool counts for search: the weight of a
+    /// repeated word saturates, so a description that says a keyword ten times scores as one
+    /// that says it this often.
+    const MAX_COUNTED_TERM_REPEATS: u8 = 2 => plain;
+
     /// The longest `get_dynamic_tools` answer, in bytes. Tools or names that would not fit are left
     /// out, counted, and the answer says so; one tool at its largest always fits.
     const MAX_LISTING_BYTES: usize = 2 * 1024 * 1024 => plain;

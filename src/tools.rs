@@ -23,7 +23,8 @@ use crate::connector::{Board, Ready, Server, Status, server_span};
 use crate::envelope::{self, CheckedTool, Outcome, Shown};
 use crate::lifecycle::Lifecycle;
 use crate::listing::{self, Summary};
-use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR};
+use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR, MAX_SEARCH_RESULTS};
+use crate::search::{self, Indexes, Query};
 use crate::secret::Scrubber;
 use crate::session::{Outbound, SessionError};
 use crate::view::Seen;
@@ -51,6 +52,8 @@ struct CallContext {
     scrubber: Arc<Scrubber>,
     /// The two tools' published schemas, which their arguments are checked against.
     schemas: Schemas,
+    /// Each server's catalog indexed for search, as of its last search.
+    indexes: Indexes,
 }
 
 impl McpPack {
@@ -64,6 +67,7 @@ impl McpPack {
         Self {
             context: Arc::new(CallContext {
                 id,
+                indexes: Indexes::new(servers.len()),
                 servers,
                 scrubber,
                 schemas: Schemas::new(),
@@ -147,6 +151,10 @@ impl CallContext {
 
     async fn list(&self, args: ListArguments, seen: Seen<'_>) -> Result<String, ToolError> {
         let namespace = args.namespace.as_deref();
+        // The schema's `dependentSchemas` refuses a query with a toolName.
+        if let Some(query) = args.query.as_deref() {
+            return self.search(query, namespace, seen).await;
+        }
         match (namespace, args.tool_name.as_deref()) {
             // The schema's `dependentRequired` refuses a toolName without a namespace.
             (None, _) => {
@@ -181,6 +189,48 @@ impl CallContext {
                 Ok(listing::one_tool(&server.name, &tool))
             }
         }
+    }
+
+    /// The ready servers' tools (or `namespace`'s) that best match `query`, best first. A
+    /// search reads tools as the listing of a namespace does: a server holding tools has its
+    /// pin record read again first, so a tool approved elsewhere can be found at once.
+    /// Only the servers and tools the caller may see are searched.
+    async fn search(
+        &self,
+        query: &str,
+        namespace: Option<&str>,
+        seen: Seen<'_>,
+    ) -> Result<String, ToolError> {
+        let servers = self.servers.iter().enumerate();
+        let mut searched: Vec<(usize, &Arc<Server>)> =
+            servers.filter(|(_, s)| seen.server(s)).collect();
+        if let Some(namespace) = namespace {
+            let server = self.server(namespace, seen)?;
+            searched.retain(|(_, s)| Arc::ptr_eq(s, server));
+        }
+        let mut indexes = Vec::with_capacity(searched.len());
+        let mut not_searched = Vec::new();
+        for (at, server) in searched {
+            server.used();
+            server.recheck_before_use(server.holds_any()).await;
+            match server.status() {
+                Status::Ready(ready) => {
+                    match self.indexes.of(at, &server.name, &ready.catalog).await {
+                        Some(index) => indexes.push((server, index)),
+                        None => not_searched.push(server.name.as_str()),
+                    }
+                }
+                _ => not_searched.push(server.name.as_str()),
+            }
+        }
+        let catalogs: Vec<_> = (indexes.iter())
+            .map(|(server, index)| (server.name.as_str(), &**index))
+            .collect();
+        let shown = |at: usize, tool: &str| seen.tool(indexes[at].0, tool);
+        // Without a view every tool of the Pack is the caller's to see.
+        let visible = seen.0.map(|_| &shown as &search::Visible<'_>);
+        let found = search::search(&catalogs, &Query::new(query), visible, MAX_SEARCH_RESULTS);
+        Ok(listing::found::answer(query, &found, not_searched))
     }
 
     async fn call_tool(
@@ -323,7 +373,8 @@ impl Pack for McpPack {
                     user approves them (changed or new since approved). With namespace: that \
                     server's tools with descriptions and input schemas, and under rejected the \
                     ones it cannot call, each with why. With namespace and toolName: that one \
-                    tool. Answers JSON."
+                    tool. With query (and optionally namespace): the callable tools that best \
+                    match it, best first, each with a short description. Answers JSON."
                     .to_owned(),
                 input_schema: schemas.list.schema.clone(),
             },

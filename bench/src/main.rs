@@ -19,6 +19,7 @@ mod gateway;
 mod measure;
 mod relist;
 mod report;
+mod search;
 mod serve;
 mod server;
 mod ts_sdk;
@@ -97,8 +98,8 @@ fn plan() -> Vec<(Mode, Vec<(Payload, What)>)> {
 }
 
 /// The sections of a run, for `--only` (the default runs them all, in this order).
-const SECTIONS: [&str; 7] = [
-    "startup", "listing", "relist", "default", "nodelay", "json", "modern",
+const SECTIONS: [&str; 8] = [
+    "startup", "listing", "relist", "search", "default", "nodelay", "json", "modern",
 ];
 
 /// `bench [--only SECTION,...]`, where a section is one of [`SECTIONS`] (`--only` is for
@@ -202,6 +203,9 @@ async fn run(bin: std::path::PathBuf, only: Vec<String>) -> Result<Results, Stri
     }
     if wanted("relist") {
         relist::relist(&bin, &mut results).await?;
+    }
+    if wanted("search") {
+        search::search(&mut results).await?;
     }
     for (mode, steps) in plan() {
         if wanted(mode.section()) {

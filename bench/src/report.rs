@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::clients::{Kind, Payload};
 use crate::relist::Listed;
+use crate::search::Searched;
 use crate::server::Mode;
 
 /// What a row of the wire table measures.
@@ -79,6 +80,8 @@ pub(crate) struct Results {
     pub(crate) relist_first: Vec<Listed>,
     /// Its re-listing after a change notice, one per round.
     pub(crate) relist_again: Vec<Listed>,
+    /// Search: recall on the evaluation set, and latency over 10,000 tools.
+    pub(crate) search: Option<Searched>,
 }
 
 impl Results {
@@ -246,6 +249,28 @@ impl Results {
                 format!("{} ; {}", rounds(&ms), peaks.join(" ; ")),
             ));
         }
+        if let Some(search) = &self.search {
+            let set = format!(
+                "{} queries, {} tools of {} servers",
+                search.queries, search.tools, search.servers
+            );
+            for (label, recall) in [
+                ("", search.clean),
+                (", 20 poisoned tools added", search.poisoned),
+            ] {
+                out.push_str(&pack_only(
+                    &format!("search recall@1 ; recall@5, {set}{label}"),
+                    format!("{:.3} ; {:.3}", recall.at_1, recall.at_5),
+                ));
+            }
+            out.push_str(&pack_only(
+                "search over 10,000 tools: first query (indexing) ; p50 ; p99 ms",
+                format!(
+                    "{:.3} ; {:.3} ; {:.3}",
+                    search.first_ms, search.p50_ms, search.p99_ms
+                ),
+            ));
+        }
         out
     }
 
@@ -265,7 +290,8 @@ impl Results {
                 Kind::Pack,
             )
         };
-        let pairs: [(&str, Option<f64>); 22] = [
+        let search = self.search.as_ref();
+        let pairs: [(&str, Option<f64>); 27] = [
             (
                 "nagle_c1_p50_vs_nopool",
                 pack_vs(Mode::Default, small, Figure::P50, Kind::RawNoPool),
@@ -336,6 +362,17 @@ impl Results {
             ),
             ("list_100x100_p50_ms", self.list_ms.map(|(p50, _)| p50)),
             ("idle_kib_per_server", self.idle_kib_per_server()),
+            ("search_10k_p50_ms", search.map(|s| s.p50_ms)),
+            ("search_recall_at_1", search.map(|s| s.clean.at_1)),
+            ("search_recall_at_5", search.map(|s| s.clean.at_5)),
+            (
+                "search_poisoned_recall_at_1",
+                search.map(|s| s.poisoned.at_1),
+            ),
+            (
+                "search_poisoned_recall_at_5",
+                search.map(|s| s.poisoned.at_5),
+            ),
         ];
         let mut line = "RATIOS".to_owned();
         for (name, value) in pairs {

@@ -5,8 +5,9 @@
 //! A model reads one error and tries again, so one error is given, the most basic first:
 //! arguments that are not an object, then a key the tool does not take, then each property in
 //! order (the required ones in their order, then the others by name), then a property that
-//! needs another. Each text is built from the validation error's kind and path. The one thing
-//! a schema cannot say, how a model finds a missing value, is the prose of [`missing_hint`].
+//! needs another or refuses one. Each text is built from the validation error's kind and
+//! path. The one thing a schema cannot say, how a model finds a missing value, is the prose of
+//! [`missing_hint`].
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
@@ -16,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::{CALL_DYNAMIC_TOOL, GET_DYNAMIC_TOOLS, quoted};
+use crate::policy::{MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS};
 use crate::secret::Scrubber;
 
 /// What `get_dynamic_tools` says of a `toolName` given without its `namespace` (its schema's
@@ -23,10 +25,17 @@ use crate::secret::Scrubber;
 const TOOL_NAME_NEEDS_NAMESPACE: &str =
     "toolName needs a namespace: pass both, or call with no arguments to list the namespaces";
 
+/// What `get_dynamic_tools` says of a `query` given with a `toolName` (its schema's one
+/// `dependentSchemas` rule): a search finds tools, `toolName` shows one already found.
+const QUERY_WITH_TOOL_NAME: &str = "query searches for tools and takes no toolName: pass query \
+    (and namespace to search one server), or namespace and toolName to show one tool";
+
 /// `get_dynamic_tools`' arguments, once they passed its schema.
 #[derive(Deserialize)]
 pub(super) struct ListArguments {
     pub(super) namespace: Option<String>,
+    /// Words saying what a tool should do: the listing is then a search.
+    pub(super) query: Option<String>,
     #[serde(rename = "toolName")]
     pub(super) tool_name: Option<String>,
 }
@@ -51,13 +60,26 @@ pub(super) struct Schemas {
 impl Schemas {
     pub(super) fn new() -> Self {
         let string = |description: &str| json!({"type": "string", "description": description});
+        let query = format!(
+            "Words saying what a tool should do (\"send an email\", \"take a screenshot\"), or \
+             the start of its name: answers the best-matching tools of every ready server (of \
+             namespace when given), best first, at most {MAX_SEARCH_RESULTS}, each with a short \
+             description. Not with toolName."
+        );
         let list = json!({
             "type": "object",
             "properties": {
                 "namespace": string("A server's namespace, exactly as listed."),
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_SEARCH_QUERY_CHARS,
+                    "description": query,
+                },
                 "toolName": string("A tool's name, exactly as listed; needs namespace."),
             },
             "dependentRequired": {"toolName": ["namespace"]},
+            "dependentSchemas": {"query": {"not": {"required": ["toolName"]}}},
             "additionalProperties": false,
         });
         let call = json!({
@@ -188,6 +210,20 @@ impl Published {
                 let text = format!("{property} is required: {}", missing_hint(property));
                 (rank_of(property), text)
             }
+            ValidationErrorKind::MinLength { .. } => {
+                let property = at.trim_start_matches('/');
+                (rank_of(property), format!("{property} must not be empty"))
+            }
+            ValidationErrorKind::MaxLength { limit } => {
+                let property = at.trim_start_matches('/');
+                let text = format!("{property} must be at most {limit} characters");
+                (rank_of(property), text)
+            }
+            // The `dependentSchemas` rule: only `get_dynamic_tools` has one (`query` refuses
+            // `toolName`).
+            ValidationErrorKind::Not { .. } => {
+                (2 + self.properties.len(), QUERY_WITH_TOOL_NAME.to_owned())
+            }
             // The Pack's schemas use no other keyword; the validator's own words, just in case.
             _ => (usize::MAX, error.to_string()),
         }
@@ -283,7 +319,7 @@ mod tests {
         let got = list(json!({"arguments": {}})).err().unwrap_or_default();
         assert!(
             got.ends_with(
-                "unknown argument \"arguments\"; get_dynamic_tools takes namespace, toolName"
+                "unknown argument \"arguments\"; get_dynamic_tools takes namespace, query, toolName"
             ),
             "{got}"
         );

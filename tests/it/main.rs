@@ -20,4 +20,5 @@ mod lifecycle;
 mod live;
 mod pins;
 mod protocol;
+mod search;
 mod view;

@@ -583,3 +583,41 @@ async fn an_approval_or_a_rejection_made_elsewhere_counts_at_the_next_use() {
     })
     .await;
 }
+
+/// `get_dynamic_tools {query}`'s results as (namespace, name).
+async fn searched(pack: &Arc<dyn Pack>, query: &str) -> Vec<(String, String)> {
+    let answer = support::list(pack, json!({ "query": query })).await;
+    let results = answer["results"].as_array().expect("results");
+    let field = |r: &Value, key: &str| r[key].as_str().expect(key).to_owned();
+    results
+        .iter()
+        .map(|r| (field(r, "namespace"), field(r, "name")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_tool_is_found_by_no_search_until_it_is_approved() {
+    let changing = Changing::new(json!([echo()]));
+    let server = Hostile::start(changing.handler(Era::Legacy)).await;
+    let store = Arc::new(Memory::default());
+    let pack = pack_pinned(&server, &store);
+    support::wait_for(&pack, "s", "ready", SETTLE).await;
+    let echoes = vec![("s".to_owned(), "echo".to_owned())];
+    // The first catalog is indexed by this search; each later one gets its own index.
+    assert_eq!(searched(&pack, "echoes").await, echoes);
+    change(&server, &changing, json!([echo(), search()])).await;
+    let held = pack.held("s").await;
+    assert_eq!(held.len(), 1);
+    // Not by its name, its name's start, its description or its parameters.
+    for query in ["search", "sea", "finds documents", "the query"] {
+        assert_eq!(searched(&pack, query).await, [], "{query}");
+    }
+    assert_eq!(searched(&pack, "echoes").await, echoes);
+    assert_eq!(
+        pack.approve("s", &held).await,
+        Ok(vec!["search".to_owned()])
+    );
+    let found = vec![("s".to_owned(), "search".to_owned())];
+    assert_eq!(searched(&pack, "finds documents").await, found);
+    assert_eq!(searched(&pack, "sea").await, found);
+}

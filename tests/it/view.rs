@@ -75,6 +75,17 @@ async fn a_hidden_tool_or_namespace_reads_exactly_as_one_that_does_not_exist() {
             json!({"namespace": "backend", "toolName": "echo"}),
         ),
         ("get_dynamic_tools", json!({"namespace": "secret"})),
+        // A search ranks and names only what the caller sees, and a hidden match is no match.
+        ("get_dynamic_tools", json!({"query": "echo"})),
+        ("get_dynamic_tools", json!({"query": "echo fails slow"})),
+        (
+            "get_dynamic_tools",
+            json!({"query": "slow", "namespace": "backend"}),
+        ),
+        (
+            "get_dynamic_tools",
+            json!({"query": "x", "namespace": "secret"}),
+        ),
         (
             "call_dynamic_tool",
             json!({"namespace": "backend", "toolName": "echo", "arguments": {"text": "hi"}}),
@@ -88,20 +99,33 @@ async fn a_hidden_tool_or_namespace_reads_exactly_as_one_that_does_not_exist() {
             json!({"namespace": "backend", "toolName": "fails"}),
         ),
     ];
+    const QUESTIONS_CALL: usize = 8;
     for (tool, args) in &questions {
         let hidden = ask(&hiding, Some(&view), tool, args).await;
         let absent = ask(&lacking, None, tool, args).await;
         assert_eq!(hidden, absent, "{tool} {args}");
     }
     // The texts themselves, so the comparison above is of the errors a model reads.
-    let denied = ask(&hiding, Some(&view), "call_dynamic_tool", &questions[4].1).await;
+    let denied = ask(
+        &hiding,
+        Some(&view),
+        "call_dynamic_tool",
+        &questions[QUESTIONS_CALL].1,
+    )
+    .await;
     assert_eq!(
         denied,
         Err(ToolError::Invalid(
             "backend has no tool \"echo\"; its tools are: fails, slow".to_owned()
         ))
     );
-    let denied = ask(&hiding, Some(&view), "call_dynamic_tool", &questions[5].1).await;
+    let denied = ask(
+        &hiding,
+        Some(&view),
+        "call_dynamic_tool",
+        &questions[QUESTIONS_CALL + 1].1,
+    )
+    .await;
     assert_eq!(
         denied,
         Err(ToolError::Invalid(
@@ -109,7 +133,13 @@ async fn a_hidden_tool_or_namespace_reads_exactly_as_one_that_does_not_exist() {
         ))
     );
     // Without the view the same Pack shows and calls everything.
-    let echoed = ask(&hiding, None, "call_dynamic_tool", &questions[4].1).await;
+    let echoed = ask(
+        &hiding,
+        None,
+        "call_dynamic_tool",
+        &questions[QUESTIONS_CALL].1,
+    )
+    .await;
     assert_eq!(echoed, Ok("hi".to_owned()));
 }
 
