@@ -23,7 +23,7 @@ use crate::connector::{Board, Ready, Server, Status, server_span};
 use crate::envelope::{self, CheckedTool, Outcome, Shown};
 use crate::lifecycle::Lifecycle;
 use crate::listing::{self, Summary};
-use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR};
+use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR, MAX_SUGGESTION_EDITS};
 use crate::secret::Scrubber;
 use crate::session::{Outbound, SessionError};
 
@@ -132,10 +132,12 @@ impl CallContext {
             .iter()
             .find(|s| s.name == namespace)
             .ok_or_else(|| {
-                let known = names(self.servers.iter().map(|s| s.name.as_str()));
+                let all = || self.servers.iter().map(|s| s.name.as_str());
                 ToolError::Invalid(format!(
-                    "unknown namespace {}; the namespaces are: {known}",
-                    quoted(namespace, &self.scrubber)
+                    "unknown namespace {}; {}the namespaces are: {}",
+                    quoted(namespace, &self.scrubber),
+                    did_you_mean(namespace, all()),
+                    names(all())
                 ))
             })
     }
@@ -463,11 +465,13 @@ fn ready_tool(
         )));
     }
     let tool = ready.catalog.tools.get(tool_name).cloned().ok_or_else(|| {
-        let known = names(ready.catalog.tools.keys().map(String::as_str));
+        let all = || ready.catalog.tools.keys().map(String::as_str);
         ToolError::Invalid(format!(
-            "{} has no tool {}; its tools are: {known}",
+            "{} has no tool {}; {}its tools are: {}",
             server.name,
-            quoted(tool_name, scrubber)
+            quoted(tool_name, scrubber),
+            did_you_mean(tool_name, all()),
+            names(all())
         ))
     })?;
     Ok((ready, tool))
@@ -497,6 +501,16 @@ fn quoted(name: &str, scrubber: &Scrubber) -> String {
         "\"{}\"",
         envelope::show_escaped(scrubber, name, MAX_ERROR_CHARS)
     )
+}
+
+/// `did you mean NAME? ` of the name of `all` nearest to `typed` (within
+/// [`MAX_SUGGESTION_EDITS`]), or nothing. The names are the config's and the catalog's, which
+/// the listing shows as they are.
+fn did_you_mean<'a>(typed: &str, all: impl IntoIterator<Item = &'a str>) -> String {
+    match runvil_plugin::nearest(typed, all, MAX_SUGGESTION_EDITS) {
+        Some(name) => format!("did you mean {name}? "),
+        None => String::new(),
+    }
 }
 
 /// Up to [`MAX_NAMES_IN_ERROR`] names, comma-separated, saying how many more there are.

@@ -202,7 +202,7 @@ async fn namespaces_match_exactly_and_are_listed_in_name_order() {
     assert_eq!(
         error,
         runvil_plugin::ToolError::Invalid(
-            "unknown namespace \"srv\"; the namespaces are: Srv".to_owned()
+            "unknown namespace \"srv\"; did you mean Srv? the namespaces are: Srv".to_owned()
         )
     );
 }

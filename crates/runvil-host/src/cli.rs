@@ -30,6 +30,8 @@ Exit codes:
   3    backend: the server answered with an error
   4    transport: the server could not be reached or did not answer in time (a call to it,
        or `tools NAMESPACE` for it), or `login` ended without authorizing it
+  `tools` with no namespace prints the listing and exits 4 when a server could not be
+  reached, else 2 when one is refused or still loading.
   129  hung up (SIGHUP)
   130  interrupted (Ctrl-C, SIGINT)
   143  terminated (SIGTERM)
@@ -161,9 +163,11 @@ pub(crate) enum Command {
     Serve {
         #[command(flatten)]
         source: Source,
-        /// Seconds a request about one server waits for it to leave `loading`.
-        #[arg(long, value_name = "SECS", default_value_t = DEFAULT_WAIT_SECS)]
-        wait: u64,
+        /// Seconds a request about one server waits for it to leave `loading`, and the first
+        /// listing of every server for each one's first attempt to end [default: 30 for one
+        /// server, 5 for the first listing]
+        #[arg(long, value_name = "SECS")]
+        wait: Option<u64>,
     },
     /// Say whether each server of the config is accepted or refused, and why, without
     /// connecting to any. Exits 0 when every entry is accepted, 1 otherwise.

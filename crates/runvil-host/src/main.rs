@@ -15,6 +15,7 @@
 //! - `trust`: reviewing and approving the tools the Pack holds.
 //! - `record_file`: the one kind of state file; `credentials`: the file where logins are kept;
 //!   `pins`: the file of the tool definitions the user trusts.
+//! - `policy`: runvil's own limits and waits, each a named constant.
 //! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
 
 #![forbid(unsafe_code)]
@@ -32,6 +33,7 @@ mod logging;
 mod login;
 mod output;
 mod pins;
+mod policy;
 mod progress;
 mod record_file;
 mod serve;
@@ -59,9 +61,7 @@ fn main() -> ExitCode {
         // No runtime: `check` must not let the Pack's connection tasks run at all.
         Command::Check { source } => check::run(&source),
         Command::Demo => block_on(demo::run()),
-        Command::Serve { source, wait } => {
-            block_on(serve::run(&source, std::time::Duration::from_secs(wait)))
-        }
+        Command::Serve { source, wait } => block_on(serve::run(&source, wait)),
         Command::Tools {
             namespace,
             tool,

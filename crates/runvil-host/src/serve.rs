@@ -9,12 +9,15 @@
 //!
 //! A request about one server (a call, or the listing of its tools) waits for that server to
 //! leave `loading`, up to `--wait`: a client that starts the gateway and calls at once gets
-//! an answer, not "still connecting". A call's progress reaches the client when its request
+//! an answer, not "still connecting". The first listing of every server waits likewise for
+//! each server's first attempt to end (up to `--wait`, else [`FIRST_LISTING_WAIT`]), so a
+//! one-shot client (an inspector's command line) sees the servers that are up as ready. A call's progress reaches the client when its request
 //! asked for it (a `progressToken`).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -27,9 +30,10 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use runvil_plugin::{BackendStatus, Pack, Progress, ProgressSink, StatusReceiver};
 use serde_json::Value;
 
-use crate::cli::Source;
+use crate::cli::{DEFAULT_WAIT_SECS, Source};
 use crate::discovery;
 use crate::host::{self, EXIT_OK, EXIT_OTHER};
+use crate::policy::FIRST_LISTING_WAIT;
 use crate::signals;
 
 /// One of the Pack's tools as the gateway offers it.
@@ -44,12 +48,39 @@ struct Offered {
 struct Gateway {
     pack: Arc<dyn Pack>,
     offered: Arc<[Offered]>,
-    /// How long a request about one server waits for it to leave `loading`.
-    wait: Duration,
+    waits: Waits,
+    /// Set once a listing of every server was answered: only the first waits.
+    listed: Arc<AtomicBool>,
+}
+
+/// How long requests wait for servers to leave `loading`.
+#[derive(Clone, Copy)]
+struct Waits {
+    /// A request about one server, for that server.
+    one: Duration,
+    /// The first listing of every server, for each one's first attempt to end.
+    first_listing: Duration,
+}
+
+impl Waits {
+    /// `--wait` for both, else each its default ([`DEFAULT_WAIT_SECS`],
+    /// [`FIRST_LISTING_WAIT`]).
+    fn from_flag(wait: Option<u64>) -> Self {
+        match wait {
+            Some(secs) => Self {
+                one: Duration::from_secs(secs),
+                first_listing: Duration::from_secs(secs),
+            },
+            None => Self {
+                one: Duration::from_secs(DEFAULT_WAIT_SECS),
+                first_listing: FIRST_LISTING_WAIT,
+            },
+        }
+    }
 }
 
 impl Gateway {
-    fn new(pack: Arc<dyn Pack>, wait: Duration) -> Self {
+    fn new(pack: Arc<dyn Pack>, waits: Waits) -> Self {
         let offered = pack
             .tools()
             .into_iter()
@@ -68,23 +99,34 @@ impl Gateway {
         Self {
             pack,
             offered,
-            wait,
+            waits,
+            listed: Arc::new(AtomicBool::new(false)),
         }
     }
 
-    /// Waits, up to the gateway's bound, until the server a request names is no longer
-    /// `loading`; a request that names none (the listing of every server) answers at once.
-    async fn settle(&self, args: &Value) {
-        let Some(namespace) = args.get("namespace").and_then(Value::as_str) else {
-            return;
+    /// Waits until the server a request names is no longer `loading`, up to the gateway's
+    /// bound for one server. The first listing of every server waits for none of them to be
+    /// loading, up to its own bound: a client that lists right after its handshake sees each
+    /// server that is up as ready. Later listings answer at once.
+    async fn settle(&self, tool: &str, args: &Value) {
+        let namespace = args.get("namespace").and_then(Value::as_str);
+        let bound = match namespace {
+            Some(_) => self.waits.one,
+            None if tool == LISTING && !self.listed.load(Ordering::Acquire) => {
+                self.waits.first_listing
+            }
+            None => return,
         };
         let mut status = self.pack.status();
         let settled = |all: &Vec<BackendStatus>| {
             !all.iter()
-                .any(|s| s.name == namespace && s.state.is_loading())
+                .any(|s| namespace.is_none_or(|name| s.name == name) && s.state.is_loading())
         };
         // Past the bound the Pack answers as it stands: that the server is still loading.
-        let _ = tokio::time::timeout(self.wait, status.wait_for(settled)).await;
+        let _ = tokio::time::timeout(bound, status.wait_for(settled)).await;
+        if namespace.is_none() {
+            self.listed.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -146,7 +188,7 @@ impl ServerHandler for Gateway {
         };
         let args = request.arguments.map_or(Value::Null, Value::Object);
         let answer = async {
-            self.settle(&args).await;
+            self.settle(&request.name, &args).await;
             match forward_progress(&context) {
                 None => self.pack.call(&offered.qualified, args).await,
                 Some((sink, forward)) => {
@@ -193,9 +235,13 @@ async fn say_held(mut status: StatusReceiver) {
     }
 }
 
+/// The tool whose first answer waits for every server ([`Gateway::settle`]).
+const LISTING: &str = "get_dynamic_tools";
+
 /// Serves until the client closes stdin (exit 0) or a signal (128 + the signal); either way
-/// the Pack is shut down first, so every session it opened is ended.
-pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
+/// the Pack is shut down first, so every session it opened is ended. `wait` is `--wait`.
+pub(crate) async fn run(source: &Source, wait: Option<u64>) -> u8 {
+    let waits = Waits::from_flag(wait);
     let config = match discovery::load(source) {
         Ok(config) => config,
         Err(e) => {
@@ -219,7 +265,7 @@ pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
     );
     discovery::say_warnings(&config.warnings);
     let serving = async {
-        match Gateway::new(Arc::clone(&pack), wait)
+        match Gateway::new(Arc::clone(&pack), waits)
             .serve(rmcp::transport::stdio_pipes())
             .await
         {

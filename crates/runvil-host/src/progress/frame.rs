@@ -137,6 +137,18 @@ pub(super) fn summary<'a>(servers: impl IntoIterator<Item = &'a BackendStatus>) 
     }
 }
 
+/// The one line said off a terminal when a wait has lasted
+/// [`STILL_WAITING_AFTER`](crate::policy::STILL_WAITING_AFTER): whom it still waits for, and
+/// for how long at most: `still waiting for mute, slow (up to 30 s in all; see --wait)`.
+pub(super) fn still_waiting(waited: &[&BackendStatus], bound: std::time::Duration) -> String {
+    let names: Vec<String> = waited.iter().map(|s| untrusted::shown(&s.name)).collect();
+    format!(
+        "still waiting for {} (up to {} s in all; see --wait)",
+        names.join(", "),
+        bound.as_secs()
+    )
+}
+
 /// `1 tool`, `2 tools`.
 pub(super) fn tools(count: usize) -> String {
     if count == 1 {
