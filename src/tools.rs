@@ -306,7 +306,8 @@ impl Pack for McpPack {
             ToolSpec {
                 name: format!("{}/{GET_DYNAMIC_TOOLS}", self.context.id),
                 description: "Lists the tools of the connected MCP servers. With no arguments: \
-                    each server's namespace, status (ready, loading, or error with a reason) and \
+                    each server's namespace, status (ready, loading, error with a reason, or \
+                    disabled by the user) and \
                     tool names, and as held the number of a ready server's tools held until the \
                     user approves them (changed or new since approved). With namespace: that \
                     server's tools with descriptions and input schemas, and under rejected the \
@@ -402,6 +403,32 @@ impl Pack for McpPack {
         })
     }
 
+    fn set_enabled(
+        &self,
+        backend: &str,
+        tool: Option<&str>,
+        enabled: bool,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let server = self.server_named(backend);
+        let tool = tool.map(str::to_owned);
+        let decide = async move {
+            match server {
+                Some(server) => server.set_enabled(tool.as_deref(), enabled).await,
+                None => Err(StoreError::new("no such server")),
+            }
+        };
+        let runtime = self.runtime.clone();
+        // Where it is polled, when that is a runtime (the store's reads are blocking I/O on
+        // its pool): a Host may ask it of a Pack whose runtime never runs, to reach no server.
+        // Elsewhere, on the Pack's runtime.
+        Box::pin(async move {
+            if Handle::try_current().is_ok() {
+                return decide.await;
+            }
+            (runtime.spawn(decide).await).unwrap_or_else(|_| Err(StoreError::new(SHUT_DOWN)))
+        })
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
         let lifecycle = Arc::clone(&self.lifecycle);
@@ -452,6 +479,12 @@ fn ready_tool(
         Status::Refused(reason) => {
             return Err(ToolError::Invalid(format!(
                 "{} is not ready: its status is error: {reason}",
+                server.name
+            )));
+        }
+        Status::Disabled => {
+            return Err(ToolError::Invalid(format!(
+                "{} is not ready: its status is disabled (the user turned it off)",
                 server.name
             )));
         }

@@ -109,6 +109,12 @@ Examples:
   runvil trust docs --yes 3f2a9c0e51b7d84a6c1f0e2d9b3a7c58
                                  approves the tool whose pin the review showed is that";
 
+const DISABLE_EXAMPLES: &str = "\
+Examples:
+  runvil disable docs            docs is not contacted by any command, nor by serve
+  runvil disable docs search     the tool search is in no listing; calling it is an error
+  runvil enable docs search      on again";
+
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:
   runvil completions bash > ~/.local/share/bash-completion/completions/runvil
@@ -243,6 +249,29 @@ pub(crate) enum Command {
         /// The mcp.json to change [default: the one the other commands read]
         #[arg(long, value_name = "PATH")]
         config: Option<PathBuf>,
+    },
+    /// Turn a server off, or one of its tools: a server turned off is not contacted, a tool
+    /// turned off is in no listing and calling it is the unknown-tool error. Kept in the pins
+    /// file with the approvals, for every command and every `runvil serve` (which sees a tool's
+    /// change at its next use, a server's at its next start). Contacts no server.
+    #[command(after_help = DISABLE_EXAMPLES)]
+    Disable {
+        /// The server's namespace.
+        namespace: String,
+        /// One of its tools: turn that one off only.
+        tool: Option<String>,
+        #[command(flatten)]
+        source: Source,
+    },
+    /// Turn a server, or one of its tools, on again after `runvil disable`.
+    #[command(after_help = DISABLE_EXAMPLES)]
+    Enable {
+        /// The server's namespace.
+        namespace: String,
+        /// One of its tools: turn that one on only.
+        tool: Option<String>,
+        #[command(flatten)]
+        source: Source,
     },
     /// Print the completion script of a shell, for `runvil`'s commands and options.
     #[command(after_help = COMPLETIONS_EXAMPLES)]

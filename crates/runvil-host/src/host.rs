@@ -143,7 +143,7 @@ async fn respond(
     };
     discovery::say_warnings(&config.warnings);
     let servers = match only {
-        Some(namespace) => match self::only(config.servers, namespace) {
+        Some(namespace) => match self::only(config, namespace) {
             Ok(servers) => servers,
             Err(unknown) => {
                 eprintln!("runvil: {unknown}");
@@ -218,11 +218,19 @@ fn servers_exit_code(pack: &Arc<dyn Pack>, only: Option<&str>) -> u8 {
 
 /// The config's servers narrowed to the one named `namespace`, so that a command about one
 /// server contacts no other; or, when the config has no such server, the error that says so
-/// with the nearest namespace it has (`did you mean docs?`) and then all of them. A servers value that is not an object is left whole, for the
+/// with the nearest namespace it has (`did you mean docs?`) and then all of them; an entry
+/// turned off (`"disabled": true`) is said to be. A servers value that is not an object is left whole, for the
 /// Pack to refuse with its own reason.
-pub(crate) fn only(servers: Value, namespace: &str) -> Result<Value, String> {
+pub(crate) fn only(config: discovery::Config, namespace: &str) -> Result<Value, String> {
+    if config.disabled.iter().any(|name| name == namespace) {
+        return Err(format!(
+            "{} is turned off in {} (\"disabled\": true); remove that key to use it",
+            shown(namespace),
+            config.path.display()
+        ));
+    }
     let unknown = format!("unknown namespace \"{}\"", shown(namespace));
-    match servers {
+    match config.servers {
         Value::Object(mut all) => match all.remove(namespace) {
             Some(entry) => Ok(json!({ namespace: entry })),
             None if all.is_empty() => Err(format!("{unknown}; the config has no servers")),
@@ -326,7 +334,13 @@ pub(crate) fn build_pack_with(servers: Value, lent: Lent) -> Result<Arc<dyn Pack
     build_pack_on(servers, Handle::current(), lent)
 }
 
-fn build_pack_on(servers: Value, runtime: Handle, lent: Lent) -> Result<Arc<dyn Pack>, String> {
+/// The Pack over `servers` on `runtime`, with what `lent` holds (`disable` and `enable`, on a
+/// runtime that never runs its tasks).
+pub(crate) fn build_pack_on(
+    servers: Value,
+    runtime: Handle,
+    lent: Lent,
+) -> Result<Arc<dyn Pack>, String> {
     let mut packs = Packs::new();
     // The Host's copy, moved in rather than copied, is wiped once the Plugin has its own.
     let config = Config::new(Value::Object(Map::from_iter([("mcp".to_owned(), servers)])));

@@ -12,7 +12,8 @@
 //! - `logging`: log lines on stderr, only the Pack's and runvil's below WARN.
 //! - `check`, `serve`, `demo`, `login` (with `logout`), `edit` (`add` and `remove`): one
 //!   command each. `signals`: what stops a command, and its exit code.
-//! - `trust`: reviewing and approving the tools the Pack holds.
+//! - `trust`: reviewing and approving the tools the Pack holds. `disable`: turning a server
+//!   or a tool off and on (`disable`, `enable`), kept with the approvals.
 //! - `record_file`: the one kind of state file; `credentials`: the file where logins are kept;
 //!   `pins`: the file of the tool definitions the user trusts.
 //! - `policy`: runvil's own limits and waits, each a named constant.
@@ -26,6 +27,7 @@ mod check;
 mod cli;
 mod credentials;
 mod demo;
+mod disable;
 mod discovery;
 mod edit;
 mod host;
@@ -103,6 +105,16 @@ fn main() -> ExitCode {
             config,
         } => edit::add(&name, &url, &headers, force, config.as_deref()),
         Command::Remove { name, config } => edit::remove(&name, config.as_deref()),
+        Command::Disable {
+            namespace,
+            tool,
+            source,
+        } => disable::run(&namespace, tool.as_deref(), false, &source),
+        Command::Enable {
+            namespace,
+            tool,
+            source,
+        } => disable::run(&namespace, tool.as_deref(), true, &source),
         Command::Completions { shell } => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "runvil", &mut std::io::stdout());

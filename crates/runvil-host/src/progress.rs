@@ -55,8 +55,8 @@ pub(crate) enum End {
 pub(crate) enum Until {
     /// None of the servers is loading: each has ended its first attempt, ready or not.
     Settled,
-    /// Each server is ready, or refused (a refused entry never starts): a server in error
-    /// is waited for through its retries, as a user who gave `--wait` asked.
+    /// Each server is ready, or refused or turned off (neither ever starts): a server in
+    /// error is waited for through its retries, as a user who gave `--wait` asked.
     Ready,
 }
 
@@ -67,7 +67,7 @@ impl Until {
             Self::Settled => server.state.is_loading(),
             Self::Ready => !matches!(
                 server.state,
-                BackendState::Ready { .. } | BackendState::Refused(_)
+                BackendState::Ready { .. } | BackendState::Refused(_) | BackendState::Disabled
             ),
         }
     }

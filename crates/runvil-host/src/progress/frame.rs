@@ -51,7 +51,7 @@ const MIN_REASON_COLUMNS: usize = 12;
 const ERROR_PREFIX: &str = "error: ";
 
 /// The order of the counts in the summary and in the line of servers left out.
-const COUNT_ORDER: [&str; 3] = ["ready", "loading", "error"];
+const COUNT_ORDER: [&str; 4] = ["ready", "loading", "error", "disabled"];
 
 /// The live frame: one line per server, each ending with a newline, at most `width` columns
 /// wide and `height - 1` lines tall. `tick` turns the spinners.
@@ -209,12 +209,15 @@ fn counts<'a>(labels: impl IntoIterator<Item = &'a str>) -> String {
 
 /// The mark of a server that left `loading`.
 fn mark(state: &BackendState) -> char {
-    if state.label() == "error" {
-        FAILED
-    } else {
-        READY
+    match state {
+        BackendState::Disabled => TURNED_OFF,
+        _ if state.label() == "error" => FAILED,
+        _ => READY,
     }
 }
+
+/// The mark of a server the user turned off: neither done nor failed.
+const TURNED_OFF: char = '-';
 
 /// What a line says of a server's state.
 fn describe(state: &BackendState) -> String {
