@@ -14,19 +14,24 @@ Configuration:
   object (or VS Code's servers) names the remote MCP servers; comments and trailing commas
   are accepted, as VS Code writes them. `runvil check` shows which file it read; check,
   tools, call and serve warn (without failing) about what runvil does not honour as other
-  clients do: ${VAR} and ${input:...} (write ${env:NAME}), disabled: true, serverUrl or
-  httpUrl for url, a key written twice, an mcp-remote command (write its URL as url).
+  clients do: ${VAR} and ${input:...} (write ${env:NAME}), serverUrl or httpUrl for url, a
+  key written twice, an mcp-remote command (write its URL as url). An entry with
+  \"disabled\": true is left out, and never contacted; `runvil disable` turns a server or a
+  tool off in the pins file instead.
 
 Exit codes:
   0    success
   1    anything else (no config, an unreadable config, a refused entry in `check`, an `add`
        of a name the file has, a `login` whose authorization could not be kept, a `trust`
        answered no, whose approval or review could not be kept or whose pins file cannot
-       be used, or with a tool that changed again since it was shown or last reviewed)
-  2    invalid: the command line or the tool call was wrong (unknown namespace or tool, bad
-       arguments, a server still loading when the wait ran out, a server whose entry
-       runvil refused, a held tool that is not approved, a `trust` of a tool that is not
-       held, or with neither a terminal to ask on nor --yes)
+       be used, or with a tool that changed again since it was shown or last reviewed, a
+       `disable` or `enable` whose pins file cannot be used or whose decision could not
+       be kept)
+  2    invalid: the command line or the tool call was wrong (unknown namespace or tool,
+       one turned off in the config or with `runvil disable`, bad arguments, a server
+       still loading when the wait ran out, a server whose entry runvil refused, a held
+       tool that is not approved, a `trust` of a tool that is not held, or with neither a
+       terminal to ask on nor --yes)
   3    backend: the server answered with an error
   4    transport: the server could not be reached or did not answer in time (a call to it,
        or `tools NAMESPACE` for it), or `login` ended without authorizing it
