@@ -278,11 +278,15 @@ pub(crate) enum Command {
         #[command(flatten)]
         source: Source,
     },
-    /// Print the completion script of a shell, for `runvil`'s commands and options.
+    /// Print the completion script of a shell, for `runvil`'s commands and options, and the
+    /// config's namespaces and its servers' tool names (those listed within 3 s, as `runvil
+    /// tools` lists them). Run it again when the config changes.
     #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
+        #[command(flatten)]
+        source: Source,
     },
     /// Forget what `login` kept for a server.
     #[command(after_help = LOGOUT_EXAMPLES)]

@@ -10,6 +10,7 @@
 //! - `host`: `tools` and `call`, and what every command shares (the Pack, exit codes, stdout).
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
 //! - `logging`: log lines on stderr, only the Pack's and runvil's below WARN.
+//! - `completions`: the shell's script, with the config's names.
 //! - `check`, `serve`, `demo`, `login` (with `logout`), `edit` (`add` and `remove`): one
 //!   command each. `signals`: what stops a command, and its exit code.
 //! - `trust`: reviewing and approving the tools the Pack holds. `disable`: turning a server
@@ -25,6 +26,7 @@
 
 mod check;
 mod cli;
+mod completions;
 mod credentials;
 mod demo;
 mod disable;
@@ -115,11 +117,7 @@ fn main() -> ExitCode {
             tool,
             source,
         } => disable::run(&namespace, tool.as_deref(), true, &source),
-        Command::Completions { shell } => {
-            let mut command = <cli::Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut command, "runvil", &mut std::io::stdout());
-            host::EXIT_OK
-        }
+        Command::Completions { shell, source } => block_on(completions::run(shell, &source)),
     };
     ExitCode::from(code)
 }

@@ -21,6 +21,10 @@ pub(crate) const FIRST_LISTING_WAIT: Duration = Duration::from_secs(5);
 /// never answers would otherwise leave the command silent until `--wait` runs out.
 pub(crate) const STILL_WAITING_AFTER: Duration = Duration::from_secs(1);
 
+/// How long `runvil completions` waits for the config's servers to be listed, for their tool
+/// names: the catalog where it is cheap. A server not ready by then adds none.
+pub(crate) const COMPLETIONS_WAIT: Duration = Duration::from_secs(3);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -32,6 +36,7 @@ mod tests {
             ("MAX_SUGGESTION_EDITS", MAX_SUGGESTION_EDITS.to_string()),
             ("FIRST_LISTING_WAIT", secs(FIRST_LISTING_WAIT)),
             ("STILL_WAITING_AFTER", secs(STILL_WAITING_AFTER)),
+            ("COMPLETIONS_WAIT", secs(COMPLETIONS_WAIT)),
         ]
     }
 

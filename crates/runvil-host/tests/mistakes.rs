@@ -171,3 +171,43 @@ async fn tools_says_whom_it_still_waits_for_and_exits_non_zero_for_a_server_not_
     assert_eq!(text(&out.stderr), "runvil: 1 server: 1 ready\n");
     drop(listener);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_offer_the_config_s_namespaces_and_its_servers_tools() {
+    let server = backend().await;
+    let config = Temp::config(json!({
+        "backend": {"url": server.url()},
+        "down": {"url": unreachable_url()},
+        // Shell syntax in a name copied from elsewhere: never written into the script.
+        "x$(touch pwned)": {"url": unreachable_url()},
+        "off": {"url": unreachable_url(), "disabled": true},
+    }));
+    let out = run(&["completions", "bash", "--config", config.arg()]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let script = text(&out.stdout);
+    let call = "runvil__subcmd__call)\n            \
+                opts=\"-h --config --wait --pretty --compact --help backend down echo fails \
+                progress slow\"\n";
+    assert!(script.contains(call), "{script}");
+    let disable = "runvil__subcmd__disable)\n            \
+                   opts=\"-h --config --help backend down echo fails progress slow\"\n";
+    assert!(script.contains(disable), "{script}");
+    let login = "runvil__subcmd__login)\n            \
+                 opts=\"-h --config --wait --no-browser --help backend down\"\n";
+    assert!(script.contains(login), "{script}");
+    assert!(
+        !script.contains("pwned") && !script.contains(" off"),
+        "{script}"
+    );
+
+    // Without a config: the commands only, as before.
+    let empty = Temp::dir();
+    let out = support::runvil_in(&empty, &empty, &["completions", "bash"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let call = "runvil__subcmd__call)\n            \
+                opts=\"-h --config --wait --pretty --compact --help\"\n";
+    assert!(text(&out.stdout).contains(call), "{}", text(&out.stdout));
+    // A config asked for and missing is an error.
+    let out = run(&["completions", "bash", "--config", "no/such/mcp.json"]).await;
+    assert_eq!(out.status.code(), Some(1));
+}
