@@ -287,3 +287,49 @@ pub(crate) async fn run(source: &Source, wait: Option<u64>) -> u8 {
     pack.shutdown().await;
     code
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// FIRST_LISTING_WAIT: the first listing of every server waits for it exactly, a server
+    /// that never leaves `loading` (its Pack's tasks never run) holding it to its end; the next
+    /// listing answers at once, and a request about one server waits the other bound.
+    #[test]
+    fn only_the_first_listing_waits_and_up_to_its_bound() {
+        let idle = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let servers = json!({"s": {"url": "http://127.0.0.1:9/mcp"}});
+        let pack = host::build_pack(servers, idle.handle().clone()).expect("a pack");
+        let paused = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        paused.block_on(async {
+            let gateway = Gateway::new(pack, Waits::from_flag(None));
+            let started = tokio::time::Instant::now();
+            gateway.settle(LISTING, &json!({})).await;
+            assert_eq!(started.elapsed(), FIRST_LISTING_WAIT);
+            gateway.settle(LISTING, &json!({})).await;
+            assert_eq!(
+                started.elapsed(),
+                FIRST_LISTING_WAIT,
+                "the next one at once"
+            );
+            gateway.settle(LISTING, &json!({"namespace": "s"})).await;
+            let one = Duration::from_secs(DEFAULT_WAIT_SECS);
+            assert_eq!(started.elapsed(), FIRST_LISTING_WAIT + one);
+
+            let gateway = Gateway::new(Arc::clone(&gateway.pack), Waits::from_flag(Some(2)));
+            let started = tokio::time::Instant::now();
+            gateway.settle("call_dynamic_tool", &json!({})).await;
+            assert_eq!(started.elapsed(), Duration::ZERO, "a call names its server");
+            gateway.settle(LISTING, &json!({})).await;
+            assert_eq!(started.elapsed(), Duration::from_secs(2), "--wait");
+        });
+    }
+}

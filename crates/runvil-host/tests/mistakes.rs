@@ -51,6 +51,15 @@ async fn a_misspelled_namespace_or_tool_says_the_nearest_name_then_the_list() {
         text(&out.stderr),
         "runvil: unknown namespace \"nope\"; the namespaces are: backend, other\n"
     );
+    // MAX_SUGGESTION_EDITS (3): three edits off is suggested, four is not.
+    let far = Temp::config(json!({"abcdefgh": {"url": unreachable_url()}}));
+    for (typed, said) in [("abcdeXYZ", "did you mean abcdefgh? "), ("abcdWXYZ", "")] {
+        let out = run(&["tools", typed, "--config", far.arg()]).await;
+        assert_eq!(
+            text(&out.stderr),
+            format!("runvil: unknown namespace \"{typed}\"; {said}the namespaces are: abcdefgh\n")
+        );
+    }
 
     // A tool: the server's names, as the Pack says them (to a model too).
     let config = config_for(&server);
