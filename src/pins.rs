@@ -25,6 +25,12 @@
 //! judged again, so two processes judging one first listing keep one record, and an approval
 //! counts only against the record its user was shown.
 //!
+//! The record also keeps the user's decisions to turn the server off (it is then not
+//! contacted: [`Pins::server_turned_off`] is asked before anything is sent) or some of its tools
+//! (absent from every listing, never held, called as tools the server does not have):
+//! [`Pins::set_enabled`] makes them, by the same compare-and-set, with no listing needed; a
+//! record holding only decisions leaves the next listing to be trusted on first use.
+//!
 //! The record is read again when the server's tools are used, at most once per
 //! [`PIN_RECHECK_INTERVAL`] ([`Pins::stale`]), or at the next use once the Host says it changed
 //! ([`Pins::forget`]); the last listing is kept, so a changed record is judged without listing
@@ -567,12 +573,11 @@ impl Pins {
             let reason = self.reason(now.why, &state.record);
             reasons.insert(name.clone(), Rejected::new(&self.scrubber, name, &reason));
         }
-        ToolSet::new(
-            tools,
-            listing.rejected.clone(),
-            listing.more_rejected,
-            reasons,
-        )
+        // Nor is one the envelope dropped listed under `rejected` (a valid name is shown as
+        // it is).
+        let mut rejected = listing.rejected.clone();
+        rejected.retain(|dropped| !state.record.turned_off(dropped.name.as_str()));
+        ToolSet::new(tools, rejected, listing.more_rejected, reasons)
     }
 
     /// Why a tool is held, for a model, with the Host's hint.
