@@ -43,6 +43,8 @@ pub(crate) enum Status {
     Failed(Shown),
     /// The entry was refused; nothing will be tried.
     Refused(String),
+    /// The user turned the server off (its pin record says so): it is not contacted.
+    Disabled,
 }
 
 impl Status {
@@ -55,6 +57,7 @@ impl Status {
             },
             Self::Failed(reason) => BackendState::Failed(reason.as_str().to_owned()),
             Self::Refused(reason) => BackendState::Refused(reason.clone()),
+            Self::Disabled => BackendState::Disabled,
         }
     }
 }
@@ -269,6 +272,26 @@ impl Server {
         }
     }
 
+    /// Turns the server (`tool: None`) or one of its tools on or off, as the user decided;
+    /// whether that changed anything. A ready server shows the change at once.
+    pub(crate) async fn set_enabled(
+        &self,
+        tool: Option<&str>,
+        enabled: bool,
+    ) -> Result<bool, StoreError> {
+        let Some(pins) = &self.pins else {
+            return Err(StoreError::new(
+                "the Host lends no store to keep it in, or the server's entry is refused",
+            ));
+        };
+        let _catalog = self.catalog.lock().await;
+        let (changed, tools) = pins.set_enabled(tool, enabled).await?;
+        if let Some(tools) = tools {
+            self.replace_catalog(tools);
+        }
+        Ok(changed)
+    }
+
     /// Approves `tools` as the user saw them, and makes them callable.
     pub(crate) async fn approve(&self, tools: &[HeldTool]) -> Result<Vec<String>, StoreError> {
         let Some(pins) = &self.pins else {
@@ -308,6 +331,15 @@ pub(crate) fn spawn(
             oauth,
             Arc::clone(&scrubber),
         ));
+        // The user's decision, read before anything is sent: a server turned off is never
+        // contacted.
+        if let Some(pins) = &server.pins
+            && pins.server_turned_off().await
+        {
+            tracing::info!(server = %log_safe(&server.name), "server turned off by the user; not contacted");
+            server.set(Status::Disabled);
+            return;
+        }
         let pinned = server.pins.is_some();
         let attempt = || start(&task_runtime, &spec, &clients, &scrubber, &auth, pinned);
         let name = log_safe(&server.name);

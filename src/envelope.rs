@@ -37,7 +37,7 @@ pub(crate) use catalog::Catalog;
 pub(crate) use listed::Hints;
 pub(crate) use off_runtime::{check_arguments, convert_result};
 pub(crate) use result::{Outcome, convert_now, rpc_error_text};
-pub(crate) use shown::{Shown, show, show_escaped, show_joined, show_owned};
+pub(crate) use shown::{Shown, show, show_escaped, show_joined, show_on_one_line, show_owned};
 pub(crate) use text::{log_safe, truncate};
 pub(crate) use tool_check::{CheckedTool, Rejected, ToolSet};
 pub(crate) use untrusted::Untrusted;

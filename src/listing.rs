@@ -65,6 +65,7 @@ impl<'a> Summary<'a> {
             ),
             Status::Failed(reason) => ("error", Some(reason.as_str()), None, 0),
             Status::Refused(reason) => ("error", Some(reason.as_str()), None, 0),
+            Status::Disabled => ("disabled", None, None, 0),
         };
         Self {
             namespace: &server.name,

@@ -25,12 +25,18 @@
 //! judged again, so two processes judging one first listing keep one record, and an approval
 //! counts only against the record its user was shown.
 //!
+//! The record also keeps the user's decisions to turn the server off (it is then not
+//! contacted: [`Pins::server_turned_off`] is asked before anything is sent) or some of its tools
+//! (absent from every listing, never held, called as tools the server does not have):
+//! [`Pins::set_enabled`] makes them, by the same compare-and-set, with no listing needed; a
+//! record holding only decisions leaves the next listing to be trusted on first use.
+//!
 //! The record is read again when the server's tools are used, at most once per
 //! [`PIN_RECHECK_INTERVAL`] ([`Pins::stale`]), or at the next use once the Host says it changed
 //! ([`Pins::forget`]); the last listing is kept, so a changed record is judged without listing
 //! again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
@@ -101,7 +107,9 @@ pub(crate) fn key(namespace: &str, url: &Url) -> String {
     format!("{namespace}#{short}")
 }
 
-/// One server's approved tools, as the Host keeps them.
+/// One server's approved tools, as the Host keeps them, with the user's decisions to turn the
+/// server or some of its tools off: a user's decision about a server's tools, kept in the one
+/// record a Host's store carries for it, so any store carries it unchanged.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Record {
     version: u32,
@@ -110,6 +118,18 @@ struct Record {
     /// approval in another process is bound to.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     reviewed: BTreeMap<String, String>,
+    /// Made by a decision before any listing was judged (the server turned off before it was
+    /// ever listed): its next listing is trusted on first use, as if there were no record.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    unlisted: bool,
+    /// The user turned the server off: it is not contacted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    disabled: bool,
+    /// The tools the user turned off: absent from every listing, never held, and called as a
+    /// tool the server does not have. Kept while the server does not list them, so one that
+    /// comes back stays off.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    disabled_tools: BTreeSet<String>,
 }
 
 /// One approved tool.
@@ -134,14 +154,42 @@ impl Pinned {
 }
 
 impl Record {
-    /// Trust on first use: every tool of `listing`, as it is.
-    fn first_use(listing: &Listing) -> Self {
+    /// Trust on first use: every tool of `listing`, as it is, with the user's decisions of
+    /// `decided` (a record made before any listing), if any.
+    fn first_use(listing: &Listing, decided: Option<Record>) -> Self {
+        let decided = decided.unwrap_or_else(Self::unlisted);
         Self {
-            version: RECORD_VERSION,
             tools: (listing.definitions.iter())
                 .map(|(name, d)| (name.clone(), Pinned::of(d)))
                 .collect(),
+            unlisted: false,
+            ..decided
+        }
+    }
+
+    /// A record of no listing, to keep a decision in.
+    fn unlisted() -> Self {
+        Self {
+            version: RECORD_VERSION,
+            tools: BTreeMap::new(),
             reviewed: BTreeMap::new(),
+            unlisted: true,
+            disabled: false,
+            disabled_tools: BTreeSet::new(),
+        }
+    }
+
+    /// Whether the user turned the tool `name` off, alone or with its server.
+    fn turned_off(&self, name: &str) -> bool {
+        self.disabled || self.disabled_tools.contains(name)
+    }
+
+    /// Turns the server (`tool: None`) or one of its tools on or off; whether that changed it.
+    fn decide(&mut self, tool: Option<&str>, enabled: bool) -> bool {
+        match tool {
+            None => std::mem::replace(&mut self.disabled, !enabled) == enabled,
+            Some(tool) if enabled => self.disabled_tools.remove(tool),
+            Some(tool) => self.disabled_tools.insert(tool.to_owned()),
         }
     }
 
@@ -197,10 +245,20 @@ impl Loaded {
 
     /// The record's review of `name`, if any.
     fn reviewed(&self, name: &str) -> Option<&String> {
+        self.record().and_then(|record| record.reviewed.get(name))
+    }
+
+    /// The record, when this process has one.
+    fn record(&self) -> Option<&Record> {
         match self {
-            Self::Kept { record, .. } | Self::Unkept { record, .. } => record.reviewed.get(name),
+            Self::Kept { record, .. } | Self::Unkept { record, .. } => Some(record),
             _ => None,
         }
+    }
+
+    /// Whether the user turned the tool `name` off, as far as this process knows.
+    fn turned_off(&self, name: &str) -> bool {
+        self.record().is_some_and(|record| record.turned_off(name))
     }
 }
 
@@ -438,8 +496,12 @@ impl Pins {
                     ..
                 } if based_on == read => (record, false),
                 _ => match stored {
+                    // Only decisions so far: this listing is the first.
+                    Some((record, _)) if record.unlisted => {
+                        (Record::first_use(listing, Some(record)), false)
+                    }
                     Some((record, _)) => (record, true),
-                    None => (Record::first_use(listing), false),
+                    None => (Record::first_use(listing, None), false),
                 },
             };
             let pruned = record.prune(listing);
@@ -483,7 +545,9 @@ impl Pins {
             Loaded::Unkept { read: None, .. } => Held::Unkept,
             _ => Held::Unverified,
         };
+        // A tool turned off is not listed at all, so never held.
         state.held = (listing.definitions.iter())
+            .filter(|(name, _)| !state.record.turned_off(name))
             .filter_map(|(name, definition)| {
                 let (why, before) = match record.map(|r| r.tools.get(name)) {
                     None => (unjudged, None),
@@ -502,18 +566,18 @@ impl Pins {
             return ToolSet::new(BTreeMap::new(), Vec::new(), 0, BTreeMap::new());
         };
         let mut tools = listing.tools.clone();
+        tools.retain(|name, _| !state.record.turned_off(name));
         let mut reasons = BTreeMap::new();
         for (name, now) in &state.held {
             tools.remove(name);
             let reason = self.reason(now.why, &state.record);
             reasons.insert(name.clone(), Rejected::new(&self.scrubber, name, &reason));
         }
-        ToolSet::new(
-            tools,
-            listing.rejected.clone(),
-            listing.more_rejected,
-            reasons,
-        )
+        // Nor is one the envelope dropped listed under `rejected` (a valid name is shown as
+        // it is).
+        let mut rejected = listing.rejected.clone();
+        rejected.retain(|dropped| !state.record.turned_off(dropped.name.as_str()));
+        ToolSet::new(tools, rejected, listing.more_rejected, reasons)
     }
 
     /// Why a tool is held, for a model, with the Host's hint.
@@ -545,10 +609,7 @@ impl Pins {
         let Some(listing) = &state.listing else {
             return Vec::new();
         };
-        let approved = match &state.record {
-            Loaded::Kept { record, .. } | Loaded::Unkept { record, .. } => Some(record),
-            _ => None,
-        };
+        let approved = state.record.record();
         (state.held.iter())
             .filter_map(|(name, now)| {
                 let definition = listing.definitions.get(name)?;
@@ -618,6 +679,48 @@ impl Pins {
             .await?;
         let state = self.state.lock().await;
         Ok((approved.unwrap_or_default(), self.tool_set(&state)))
+    }
+
+    /// Whether the record in the store says the user turned the server off. A record that
+    /// cannot be read says nothing of it: the server is started, and its listing judged (held
+    /// whole) as any other.
+    pub(crate) async fn server_turned_off(&self) -> bool {
+        matches!(self.load(&Loaded::NotRead).await, Ok(Some((record, _))) if record.disabled)
+    }
+
+    /// Turns the server (`tool: None`) or one of its tools on or off in the record, as the
+    /// user decided: no listing is needed, the record is made if there is none. Answers
+    /// whether that changed the record, and, when a listing was judged, the tool set to show
+    /// now.
+    pub(crate) async fn set_enabled(
+        &self,
+        tool: Option<&str>,
+        enabled: bool,
+    ) -> Result<(bool, Option<ToolSet>), StoreError> {
+        let mut state = self.state.lock().await;
+        for _ in 0..MAX_PIN_SAVE_ATTEMPTS {
+            let (mut record, read) = match self.load(&state.record).await {
+                Ok(Some((record, version))) => (record, Some(version)),
+                Ok(None) => (Record::unlisted(), None),
+                Err(why) => return Err(StoreError::new(why.into_string())),
+            };
+            if !record.decide(tool, enabled) {
+                return Ok((false, None));
+            }
+            match self.save(&record, read).await {
+                Ok(Saved::Kept(version)) => {
+                    state.record = Loaded::Kept { record, version };
+                    // With a listing, judged again (a record of decisions only becomes its
+                    // first use), so what it holds and shows follows the decision.
+                    self.settle(&mut state).await;
+                    let shown = state.listing.is_some().then(|| self.tool_set(&state));
+                    return Ok((true, shown));
+                }
+                Ok(Saved::Conflict) => {}
+                Err(why) => return Err(StoreError::new(why.into_string())),
+            }
+        }
+        Err(StoreError::new(kept_changing().into_string()))
     }
 
     /// Reads and judges the record, then changes it with `edit` (which answers `None` when

@@ -201,6 +201,11 @@ policy! {
     /// Names listed in one model-readable error (known namespaces, a server's tools).
     const MAX_NAMES_IN_ERROR: usize = 50 => plain;
 
+    /// The most edits (characters inserted, removed or replaced) between a misspelled namespace or
+    /// tool name and the name an error suggests (`did you mean echo?`); never more than half the
+    /// misspelled name. Further off, a suggestion is a guess.
+    const MAX_SUGGESTION_EDITS: usize = 3 => plain;
+
     /// Argument-schema violations listed in one model-readable error.
     const MAX_VIOLATIONS_IN_ERROR: usize = 5 => plain;
 

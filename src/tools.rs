@@ -23,7 +23,9 @@ use crate::connector::{Board, Ready, Server, Status, server_span};
 use crate::envelope::{self, CheckedTool, Outcome, Shown};
 use crate::lifecycle::Lifecycle;
 use crate::listing::{self, Summary};
-use crate::policy::{CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR, MAX_SEARCH_RESULTS};
+use crate::policy::{
+    CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR, MAX_SEARCH_RESULTS, MAX_SUGGESTION_EDITS,
+};
 use crate::search::{self, Indexes, Query};
 use crate::secret::Scrubber;
 use crate::session::{Outbound, SessionError};
@@ -140,11 +142,13 @@ impl CallContext {
             .clone()
             .find(|s| s.name == namespace)
             .ok_or_else(|| {
+                // A suggestion too is only ever a name the caller may know.
                 let known: Vec<&str> = visible.map(|s| s.name.as_str()).collect();
-                let known = names(known.into_iter());
                 ToolError::Invalid(format!(
-                    "unknown namespace {}; the namespaces are: {known}",
-                    quoted(namespace, &self.scrubber)
+                    "unknown namespace {}; {}the namespaces are: {}",
+                    quoted(namespace, &self.scrubber),
+                    did_you_mean(namespace, known.iter().copied()),
+                    names(known.iter().copied())
                 ))
             })
     }
@@ -368,7 +372,8 @@ impl Pack for McpPack {
             ToolSpec {
                 name: format!("{}/{GET_DYNAMIC_TOOLS}", self.context.id),
                 description: "Lists the tools of the connected MCP servers. With no arguments: \
-                    each server's namespace, status (ready, loading, or error with a reason) and \
+                    each server's namespace, status (ready, loading, error with a reason, or \
+                    disabled by the user) and \
                     tool names, and as held the number of a ready server's tools held until the \
                     user approves them (changed or new since approved). With namespace: that \
                     server's tools with descriptions and input schemas, and under rejected the \
@@ -461,6 +466,32 @@ impl Pack for McpPack {
         })
     }
 
+    fn set_enabled(
+        &self,
+        backend: &str,
+        tool: Option<&str>,
+        enabled: bool,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let server = self.server_named(backend);
+        let tool = tool.map(str::to_owned);
+        let decide = async move {
+            match server {
+                Some(server) => server.set_enabled(tool.as_deref(), enabled).await,
+                None => Err(StoreError::new("no such server")),
+            }
+        };
+        let runtime = self.runtime.clone();
+        // Where it is polled, when that is a runtime (the store's reads are blocking I/O on
+        // its pool): a Host may ask it of a Pack whose runtime never runs, to reach no server.
+        // Elsewhere, on the Pack's runtime.
+        Box::pin(async move {
+            if Handle::try_current().is_ok() {
+                return decide.await;
+            }
+            (runtime.spawn(decide).await).unwrap_or_else(|_| Err(StoreError::new(SHUT_DOWN)))
+        })
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
         let lifecycle = Arc::clone(&self.lifecycle);
@@ -517,6 +548,12 @@ fn ready_tool(
                 server.name
             )));
         }
+        Status::Disabled => {
+            return Err(ToolError::Invalid(format!(
+                "{} is not ready: its status is disabled (the user turned it off)",
+                server.name
+            )));
+        }
     };
     let visible = seen.tool(server, tool_name);
     if let Some(held) = ready.catalog.held.get(tool_name).filter(|_| visible) {
@@ -530,12 +567,13 @@ fn ready_tool(
     let tool = ready.catalog.tools.get(tool_name).filter(|_| visible);
     let tool = tool.cloned().ok_or_else(|| {
         let tools = ready.catalog.tools.keys().map(String::as_str);
-        let visible: Vec<&str> = tools.filter(|t| seen.tool(server, t)).collect();
-        let known = names(visible.into_iter());
+        let known: Vec<&str> = tools.filter(|t| seen.tool(server, t)).collect();
         ToolError::Invalid(format!(
-            "{} has no tool {}; its tools are: {known}",
+            "{} has no tool {}; {}its tools are: {}",
             server.name,
-            quoted(tool_name, scrubber)
+            quoted(tool_name, scrubber),
+            did_you_mean(tool_name, known.iter().copied()),
+            names(known.iter().copied())
         ))
     })?;
     Ok((ready, tool))
@@ -565,6 +603,16 @@ fn quoted(name: &str, scrubber: &Scrubber) -> String {
         "\"{}\"",
         envelope::show_escaped(scrubber, name, MAX_ERROR_CHARS)
     )
+}
+
+/// `did you mean NAME? ` of the name of `all` nearest to `typed` (within
+/// [`MAX_SUGGESTION_EDITS`]), or nothing. The names are the config's and the catalog's, which
+/// the listing shows as they are.
+fn did_you_mean<'a>(typed: &str, all: impl IntoIterator<Item = &'a str>) -> String {
+    match runvil_plugin::nearest(typed, all, MAX_SUGGESTION_EDITS) {
+        Some(name) => format!("did you mean {name}? "),
+        None => String::new(),
+    }
 }
 
 /// Up to [`MAX_NAMES_IN_ERROR`] names, comma-separated, saying how many more there are.

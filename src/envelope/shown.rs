@@ -34,6 +34,19 @@ pub(crate) fn show_owned(scrubber: &Scrubber, text: String, max: usize) -> Shown
     Shown(truncate(scrub_and_clean(scrubber, text), max))
 }
 
+/// [`show_owned`] written on one line: the line breaks and tabs cleaning keeps are escaped
+/// (`\\n`, `\\t`) before the cut, so the text cannot start a line of a list it is one item
+/// of; only the cut's marker starts one.
+pub(crate) fn show_on_one_line(scrubber: &Scrubber, text: String, max: usize) -> Shown {
+    let cleaned = scrub_and_clean(scrubber, text);
+    let one_line = if cleaned.contains(['\n', '\t']) {
+        OneLine(&cleaned).to_string()
+    } else {
+        cleaned
+    };
+    Shown(truncate(one_line, max))
+}
+
 /// `text` scrubbed, then cleaned. A text that cleaning changed is scrubbed once more:
 /// removing an invisible character can join the pieces of a secret it split. Plain text (a
 /// megabyte of ASCII, say) is read once by each step and never copied.

@@ -474,4 +474,23 @@ fn a_violation_is_cleaned_and_cut_at_its_cap() {
         violation(&Scrubber::default(), "/a", &over),
         format!("/a: {fits}\n[... 1 characters cut]")
     );
+    // A schema's line break cannot start a line of the error's list: it is escaped, and
+    // counts as the two characters shown.
+    assert_eq!(
+        violation(&Scrubber::default(), "/a\nb", "x\n- /c: forged\tz"),
+        "/a\\nb: x\\n- /c: forged\\tz"
+    );
+    let broken = format!("{}\n", "m".repeat(MAX_VIOLATION_CHARS - 6));
+    assert_eq!(
+        violation(&Scrubber::default(), "/a", &broken),
+        format!("/a: {}\\n", "m".repeat(MAX_VIOLATION_CHARS - 6))
+    );
+    let past = format!("{broken}m");
+    assert_eq!(
+        violation(&Scrubber::default(), "/a", &past),
+        format!(
+            "/a: {}\\n\n[... 1 characters cut]",
+            "m".repeat(MAX_VIOLATION_CHARS - 6)
+        )
+    );
 }

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use super::listed::{Hints, ListedTool};
 use super::text::{clean_value, log_safe};
-use super::{Shown, chars, expansion, show, show_escaped, show_owned};
+use super::{Shown, chars, expansion, show, show_escaped, show_on_one_line, show_owned};
 use crate::param_headers::ParamHeaders;
 use crate::policy::{
     MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
@@ -406,8 +406,11 @@ pub(super) fn within_budget(instance: &Value, expansion: u64) -> Result<(), u64>
 }
 
 /// One schema violation as a model reads it. The instance path can hold a server's keys and
-/// the message its schema's words, so both are cleaned and capped like a result.
+/// the message its schema's words, so both are cleaned and capped like a result, and written on
+/// one line: an error's list of violations has one per line, and a line break a server wrote
+/// into its schema must not make one up (a Host prints that list as lines).
 pub(super) fn violation(scrubber: &Scrubber, pointer: &str, message: &str) -> String {
     let path = if pointer.is_empty() { "/" } else { pointer };
-    show_owned(scrubber, format!("{path}: {message}"), MAX_VIOLATION_CHARS).into_string()
+    let text = format!("{path}: {message}");
+    show_on_one_line(scrubber, text, MAX_VIOLATION_CHARS).into_string()
 }

@@ -201,3 +201,30 @@ fn a_path_names_one_field_only() {
     assert!(reaches_model("description") && reaches_model("inputSchema.properties.q"));
     assert!(!reaches_model(r#"["description.x"]"#) && !reaches_model("descriptions"));
 }
+
+#[test]
+fn decisions_live_in_the_record_and_an_older_record_has_none() {
+    // A record written before decisions existed reads as one with none.
+    let older: Record =
+        serde_json::from_str(r#"{"version":1,"tools":{"a":{"pin":"p"}}}"#).expect("a record");
+    assert!(!older.disabled && older.disabled_tools.is_empty() && !older.unlisted);
+    assert!(!older.turned_off("a"));
+
+    let mut record = Record::unlisted();
+    assert!(record.decide(Some("a"), false), "turned off");
+    assert!(!record.decide(Some("a"), false), "already");
+    assert!(record.turned_off("a") && !record.turned_off("b"));
+    assert!(record.decide(None, false));
+    assert!(record.turned_off("b"), "every tool of a server turned off");
+    assert!(record.decide(None, true) && record.decide(Some("a"), true));
+    assert!(!record.decide(Some("a"), true));
+    assert!(!record.turned_off("a"));
+
+    // Written without what is at its default, so a record without decisions is unchanged.
+    record.unlisted = false;
+    let text = serde_json::to_string(&record).expect("written");
+    assert_eq!(text, r#"{"version":1,"tools":{}}"#);
+    record.decide(Some("x"), false);
+    let text = serde_json::to_string(&record).expect("written");
+    assert_eq!(text, r#"{"version":1,"tools":{},"disabled_tools":["x"]}"#);
+}

@@ -202,8 +202,32 @@ async fn namespaces_match_exactly_and_are_listed_in_name_order() {
     assert_eq!(
         error,
         runvil_plugin::ToolError::Invalid(
-            "unknown namespace \"srv\"; the namespaces are: Srv".to_owned()
+            "unknown namespace \"srv\"; did you mean Srv? the namespaces are: Srv".to_owned()
         )
+    );
+}
+
+/// MAX_SUGGESTION_EDITS (3): a name three edits off is suggested, four edits off it is not.
+#[tokio::test]
+async fn a_misspelled_namespace_is_suggested_up_to_the_edit_limit() {
+    let pack = support::pack(json!({"abcdefgh": {"url": "http://h"}}));
+    let error = |typed: &str| {
+        let pack = &pack;
+        let args = json!({"namespace": typed});
+        async move { pack.call("mcp/get_dynamic_tools", args).await }
+    };
+    assert_eq!(
+        error("abcdeXYZ").await,
+        Err(runvil_plugin::ToolError::Invalid(
+            "unknown namespace \"abcdeXYZ\"; did you mean abcdefgh? the namespaces are: abcdefgh"
+                .to_owned()
+        ))
+    );
+    assert_eq!(
+        error("abcdWXYZ").await,
+        Err(runvil_plugin::ToolError::Invalid(
+            "unknown namespace \"abcdWXYZ\"; the namespaces are: abcdefgh".to_owned()
+        ))
     );
 }
 

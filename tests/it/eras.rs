@@ -5,8 +5,9 @@
 
 use crate::support;
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use runvil_plugin::{Pack, ToolError};
@@ -308,9 +309,21 @@ fn chunk(data: &[u8]) -> Vec<u8> {
     [format!("{:x}\r\n", data.len()).as_bytes(), data, b"\r\n"].concat()
 }
 
+/// One gate per call, named by its text: a `Notify` keeps at most one permit, so a gate shared
+/// by several streams could lose a release given before its stream waited for it.
+#[derive(Default)]
+struct Gates(Mutex<HashMap<String, Arc<Notify>>>);
+
+impl Gates {
+    fn of(&self, text: &str) -> Arc<Notify> {
+        let mut gates = self.0.lock().expect("gates");
+        Arc::clone(gates.entry(text.to_owned()).or_default())
+    }
+}
+
 /// Answers like [`modern`], but a call's answer is a stream whose rest (chunks of comments of
-/// the sizes `rest(text)` gives, then its end) the server holds back until `go`.
-fn late_end(go: Arc<Notify>, rest: fn(&str) -> Vec<usize>) -> impl Fn(&Request) -> Script {
+/// the sizes `rest(text)` gives, then its end) the server holds back until its gate opens.
+fn late_end(gates: Arc<Gates>, rest: fn(&str) -> Vec<usize>) -> impl Fn(&Request) -> Script {
     move |r| match r.rpc_method() {
         "tools/call" => {
             let text = r.body["params"]["arguments"]["text"].as_str().unwrap_or("");
@@ -324,7 +337,7 @@ fn late_end(go: Arc<Notify>, rest: fn(&str) -> Vec<usize>) -> impl Fn(&Request) 
             Script {
                 steps: vec![
                     Step::Write(stream_head(&result_for(r, result))),
-                    Step::Wait(Arc::clone(&go)),
+                    Step::Wait(gates.of(text)),
                     Step::Write(after),
                 ],
                 keep_alive: true,
@@ -336,8 +349,8 @@ fn late_end(go: Arc<Notify>, rest: fn(&str) -> Vec<usize>) -> impl Fn(&Request) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answered_stream_is_read_to_its_end_without_the_call_waiting_and_its_connection_kept() {
-    let go = Arc::new(Notify::new());
-    let server = Hostile::start(late_end(Arc::clone(&go), |_| Vec::new())).await;
+    let gates = Arc::new(Gates::default());
+    let server = Hostile::start(late_end(Arc::clone(&gates), |_| Vec::new())).await;
     let pack = ready_pack(&server).await;
     for text in ["one", "two", "three"] {
         // The call has its answer while the server still holds the stream's end back.
@@ -345,7 +358,7 @@ async fn an_answered_stream_is_read_to_its_end_without_the_call_waiting_and_its_
             support::call(&pack, "s", "echo", json!({ "text": text })).await,
             Ok(text.to_owned())
         );
-        go.notify_one();
+        gates.of(text).notify_one();
     }
     // Dropped before its end, a stream's connection would be closed (and a new one opened).
     assert_eq!(server.hung_up(), 0, "no connection was closed");
@@ -360,28 +373,28 @@ async fn an_answered_stream_is_read_to_its_end_without_the_call_waiting_and_its_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answered_stream_is_read_on_for_at_most_its_byte_bound() {
-    let go = Arc::new(Notify::new());
+    let gates = Arc::new(Gates::default());
     // Past the bound, the rest is not read: the connection is closed with a megabyte unread.
     let rest = |text: &str| match text {
-        "at" => vec![MAX_STREAM_DRAIN_BYTES],
+        "at" | "at again" => vec![MAX_STREAM_DRAIN_BYTES],
         _ => vec![MAX_STREAM_DRAIN_BYTES + 1, 1024 * 1024],
     };
-    let server = Hostile::start(late_end(Arc::clone(&go), rest)).await;
+    let server = Hostile::start(late_end(Arc::clone(&gates), rest)).await;
     let pack = ready_pack(&server).await;
     for text in ["at", "past"] {
         let answer = support::call(&pack, "s", "echo", json!({ "text": text })).await;
         assert_eq!(answer, Ok(text.to_owned()));
-        go.notify_one();
+        gates.of(text).notify_one();
     }
     support::wait_until("the stream past the bound is closed", SETTLE, async || {
         server.hung_up() == 1
     })
     .await;
     assert_eq!(
-        support::call(&pack, "s", "echo", json!({"text": "at"})).await,
-        Ok("at".to_owned())
+        support::call(&pack, "s", "echo", json!({"text": "at again"})).await,
+        Ok("at again".to_owned())
     );
-    go.notify_one();
+    gates.of("at again").notify_one();
     assert_eq!(
         server.hung_up(),
         1,

@@ -25,15 +25,16 @@ const UNWRITABLE: &str = "cannot write pins.json: No space left on device (os er
 const HINT: &str = "the user can review it with `runvil trust {namespace}`";
 
 /// A Host's pin store in memory, each record with its version; `broken` makes every read
-/// fail, and the switches make reads or saves fail from when the test says, or the next read
-/// answer no record (as one that came before another process's save).
+/// fail, and the switches make reads or saves fail from when the test says, or the next reads
+/// answer no record (as ones that came before another process's save).
 #[derive(Default)]
 struct Memory {
     records: Mutex<HashMap<String, Stored>>,
     broken: bool,
     loads_fail: AtomicBool,
     saves_fail: AtomicBool,
-    hide_next_load: AtomicBool,
+    /// How many of the next reads answer no record.
+    hidden_loads: AtomicUsize,
     /// Saves refused because the record changed since it was read.
     conflicts: AtomicUsize,
 }
@@ -46,7 +47,12 @@ impl PinStore for Memory {
         if self.loads_fail.load(Ordering::SeqCst) {
             return Err(StoreError::new("cannot read pins.json: Input/output error"));
         }
-        if self.hide_next_load.swap(false, Ordering::SeqCst) {
+        let hide = |left: usize| left.checked_sub(1);
+        if self
+            .hidden_loads
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, hide)
+            .is_ok()
+        {
             return Ok(None);
         }
         Ok(self.records.lock().expect("records").get(key).cloned())
@@ -476,8 +482,9 @@ async fn a_first_listing_that_loses_the_race_is_judged_against_the_record_kept()
     let (changing, server, store, first) = pinned_world(json!([echo(), search()])).await;
     changing.set(json!([echo(), bent_search()]));
 
-    // The second Pack read no record, before the first one's save.
-    store.hide_next_load.store(true, Ordering::SeqCst);
+    // The second Pack read no record, before the first one's save: neither when it asked
+    // whether the user turned the server off, before contacting it, nor for its first listing.
+    store.hidden_loads.store(2, Ordering::SeqCst);
     let second = pack_pinned(&server, &store);
     support::wait_for(&second, "s", "ready", SETTLE).await;
     assert_eq!(

@@ -1,5 +1,5 @@
 //! `runvil check`: which config was read, and for each server whether the Pack accepts or
-//! refuses it and why, without any network I/O, so an `mcp.json` can be checked before it is
+//! refuses it and why (or that it is turned off, `"disabled": true`, and left out), without any network I/O, so an `mcp.json` can be checked before it is
 //! committed (or in CI, where its servers are out of reach).
 //!
 //! It asks the Pack itself rather than repeating its rules: the Pack parses every entry while
@@ -42,27 +42,52 @@ pub(crate) fn run(source: &Source) -> u8 {
             return EXIT_OTHER;
         }
     };
-    if verdicts.is_empty() {
+    if verdicts.is_empty() && config.disabled.is_empty() {
         // Most likely a typo in `mcpServers`: the Pack would run with nothing to offer.
         eprintln!("runvil: no servers: the file has no entries in mcpServers (or servers)");
         return EXIT_OTHER;
     }
-    let width = verdicts.iter().map(|v| v.namespace.chars().count()).max();
+    // Every entry in name order, those turned off among them.
+    let mut lines: Vec<(String, String)> = (verdicts.iter())
+        .map(|verdict| {
+            let outcome = match &verdict.refused {
+                None => "accepted".to_owned(),
+                Some(reason) => format!("refused: {reason}"),
+            };
+            (verdict.namespace.clone(), outcome)
+        })
+        .collect();
+    lines.extend((config.disabled.iter()).map(|name| (escaped(name), DISABLED.to_owned())));
+    lines.sort();
+    let width = lines.iter().map(|(name, _)| name.chars().count()).max();
     let width = width.unwrap_or(0);
-    for verdict in &verdicts {
-        let outcome = match &verdict.refused {
-            None => "accepted".to_owned(),
-            Some(reason) => format!("refused: {reason}"),
-        };
-        host::say(&format!("  {:<width$}  {outcome}", verdict.namespace));
+    for (namespace, outcome) in &lines {
+        host::say(&format!("  {namespace:<width$}  {outcome}"));
     }
     let accepted = verdicts.iter().filter(|v| v.refused.is_none()).count();
-    host::say(&format!("{accepted} of {} accepted", verdicts.len()));
+    let turned_off = match config.disabled.len() {
+        0 => String::new(),
+        n => format!(", {n} {DISABLED}"),
+    };
+    host::say(&format!(
+        "{accepted} of {} accepted{turned_off}",
+        verdicts.len()
+    ));
     if accepted == verdicts.len() {
         EXIT_OK
     } else {
         EXIT_OTHER
     }
+}
+
+/// What `check` says of an entry turned off with `"disabled": true`, which runvil leaves out
+/// (neither accepted nor refused: the Pack never sees it).
+const DISABLED: &str = "disabled";
+
+/// A namespace as `check` prints it: a config can hold control characters, which are not for
+/// a terminal.
+fn escaped(name: &str) -> String {
+    name.escape_debug().to_string()
 }
 
 /// Every entry's verdict, as the Pack sees it the instant it is built.
@@ -76,8 +101,7 @@ pub(crate) fn verdicts(servers: Value) -> Result<Vec<Verdict>, String> {
     Ok(statuses
         .into_iter()
         .map(|s| Verdict {
-            // A config can hold control characters; they are not for a terminal.
-            namespace: s.name.escape_debug().to_string(),
+            namespace: escaped(&s.name),
             refused: match s.state {
                 BackendState::Refused(reason) => Some(crate::untrusted::shown(&reason)),
                 _ => None,

@@ -16,22 +16,29 @@ Configuration:
   object (or VS Code's servers) names the remote MCP servers; comments and trailing commas
   are accepted, as VS Code writes them. `runvil check` shows which file it read; check,
   tools, call and serve warn (without failing) about what runvil does not honour as other
-  clients do: ${VAR} and ${input:...} (write ${env:NAME}), disabled: true, serverUrl or
-  httpUrl for url, a key written twice, an mcp-remote command (write its URL as url).
+  clients do: ${VAR} and ${input:...} (write ${env:NAME}), serverUrl or httpUrl for url, a
+  key written twice, an mcp-remote command (write its URL as url). An entry with
+  \"disabled\": true is left out, and never contacted; `runvil disable` turns a server or a
+  tool off in the pins file instead.
 
 Exit codes:
   0    success
   1    anything else (no config, an unreadable config, a refused entry in `check`, an `add`
        of a name the file has, a `login` whose authorization could not be kept, a `trust`
        answered no, whose approval or review could not be kept or whose pins file cannot
-       be used, or with a tool that changed again since it was shown or last reviewed)
-  2    invalid: the command line or the tool call was wrong (unknown namespace or tool, bad
-       arguments, a server still loading when the wait ran out, a server whose entry
-       runvil refused, a held tool that is not approved, a `trust` of a tool that is not
-       held, or with neither a terminal to ask on nor --yes)
+       be used, or with a tool that changed again since it was shown or last reviewed, a
+       `disable` or `enable` whose pins file cannot be used or whose decision could not
+       be kept)
+  2    invalid: the command line or the tool call was wrong (unknown namespace or tool,
+       one turned off in the config or with `runvil disable`, bad arguments, a server
+       still loading when the wait ran out, a server whose entry runvil refused, a held
+       tool that is not approved, a `trust` of a tool that is not held, or with neither a
+       terminal to ask on nor --yes)
   3    backend: the server answered with an error
   4    transport: the server could not be reached or did not answer in time (a call to it,
        or `tools NAMESPACE` for it), or `login` ended without authorizing it
+  `tools` with no namespace prints the listing and exits 4 when a server could not be
+  reached, else 2 when one is refused or still loading.
   129  hung up (SIGHUP)
   130  interrupted (Ctrl-C, SIGINT)
   143  terminated (SIGTERM)
@@ -114,6 +121,12 @@ Examples:
   runvil trust docs --yes 3f2a9c0e51b7d84a6c1f0e2d9b3a7c58
                                  approves the tool whose pin the review showed is that";
 
+const DISABLE_EXAMPLES: &str = "\
+Examples:
+  runvil disable docs            docs is not contacted by any command, nor by serve
+  runvil disable docs search     the tool search is in no listing; calling it is an error
+  runvil enable docs search      on again";
+
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:
   runvil completions bash > ~/.local/share/bash-completion/completions/runvil
@@ -168,9 +181,11 @@ pub(crate) enum Command {
     Serve {
         #[command(flatten)]
         source: Source,
-        /// Seconds a request about one server waits for it to leave `loading`.
-        #[arg(long, value_name = "SECS", default_value_t = DEFAULT_WAIT_SECS)]
-        wait: u64,
+        /// Seconds a request about one server waits for it to leave `loading`, and the first
+        /// listing of every server for each one's first attempt to end [default: 30 for one
+        /// server, 5 for the first listing]
+        #[arg(long, value_name = "SECS")]
+        wait: Option<u64>,
         #[command(flatten)]
         http: HttpArgs,
         #[command(flatten)]
@@ -251,11 +266,38 @@ pub(crate) enum Command {
         #[arg(long, value_name = "PATH")]
         config: Option<PathBuf>,
     },
-    /// Print the completion script of a shell, for `runvil`'s commands and options.
+    /// Turn a server off, or one of its tools: a server turned off is not contacted, a tool
+    /// turned off is in no listing and calling it is the unknown-tool error. Kept in the pins
+    /// file with the approvals, for every command and every `runvil serve` (which sees a tool's
+    /// change at its next use, a server's at its next start). Contacts no server.
+    #[command(after_help = DISABLE_EXAMPLES)]
+    Disable {
+        /// The server's namespace.
+        namespace: String,
+        /// One of its tools: turn that one off only.
+        tool: Option<String>,
+        #[command(flatten)]
+        source: Source,
+    },
+    /// Turn a server, or one of its tools, on again after `runvil disable`.
+    #[command(after_help = DISABLE_EXAMPLES)]
+    Enable {
+        /// The server's namespace.
+        namespace: String,
+        /// One of its tools: turn that one on only.
+        tool: Option<String>,
+        #[command(flatten)]
+        source: Source,
+    },
+    /// Print the completion script of a shell, for `runvil`'s commands and options, and the
+    /// config's namespaces and its servers' tool names (those listed within 3 s, as `runvil
+    /// tools` lists them). Run it again when the config changes.
     #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
+        #[command(flatten)]
+        source: Source,
     },
     /// Print the gateway's audit trail (`runvil serve --http`): a table on a terminal, JSON
     /// lines otherwise, oldest first, the rotated files included.

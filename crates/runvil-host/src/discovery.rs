@@ -44,8 +44,12 @@ pub(crate) struct Config {
     pub(crate) path: PathBuf,
     /// How it was chosen, for `runvil check` to say.
     pub(crate) origin: &'static str,
-    /// Its `mcpServers` (or VS Code's `servers`) value; null when it has neither.
+    /// Its `mcpServers` (or VS Code's `servers`) value, without the entries turned off;
+    /// null when it has neither.
     pub(crate) servers: Value,
+    /// The entries turned off with `"disabled": true`, as Cursor and Claude Code write it:
+    /// left out, so the Pack never sees nor contacts them. In name order.
+    pub(crate) disabled: Vec<String>,
     /// What in it runvil will not honour as other clients do; none refuses anything.
     pub(crate) warnings: Vec<String>,
 }
@@ -60,11 +64,13 @@ pub(crate) fn say_warnings(warnings: &[String]) {
 /// Finds and reads the config of this process.
 pub(crate) fn load(source: &Source) -> Result<Config, String> {
     let Found { path, origin } = locate(source.config.as_deref())?;
-    let (servers, warnings) = read(&path)?;
+    let (mut servers, warnings) = read(&path)?;
+    let disabled = take_disabled(&mut servers);
     Ok(Config {
         path,
         origin,
         servers,
+        disabled,
         warnings,
     })
 }
@@ -196,6 +202,27 @@ fn read(path: &Path) -> Result<(Value, Vec<String>), String> {
     let servers = key.and_then(|key| root.remove(key)).unwrap_or(Value::Null);
     Ok((servers, warnings))
 }
+
+/// Takes the entries with `"disabled": true` out of `servers`, answering their names in
+/// order. Only the boolean `true` turns an entry off, as in the clients that write it; any
+/// other value is left for the Pack, whose rules for fields it does not know are unchanged.
+fn take_disabled(servers: &mut Value) -> Vec<String> {
+    let Value::Object(entries) = servers else {
+        return Vec::new();
+    };
+    let mut disabled: Vec<String> = (entries.iter())
+        .filter(|(_, entry)| entry.get(DISABLED) == Some(&Value::Bool(true)))
+        .map(|(name, _)| name.clone())
+        .collect();
+    disabled.sort();
+    for name in &disabled {
+        entries.remove(name);
+    }
+    disabled
+}
+
+/// The key that turns an entry off.
+pub(crate) const DISABLED: &str = "disabled";
 
 /// The key whose value is the servers: Cursor's and Claude's `mcpServers`, else VS Code's
 /// `servers`.
@@ -369,16 +396,34 @@ mod tests {
         let dir = Dir::new("warnings");
         let path = dir.file(
             "mcp.json",
-            r#"{"mcpServers": {"x": {"url": "https://h/mcp", "disabled": true}}}"#,
+            r#"{"mcpServers": {"x": {"serverUrl": "https://h/mcp"}}}"#,
         );
-        let warning = "server \"x\": \"disabled\": true is ignored, so runvil connects to it; \
-                       remove the entry to leave it out";
+        let warning = "server \"x\": serverUrl is ignored; runvil reads url";
         assert_eq!(
             read(&path),
             Ok((
-                serde_json::json!({"x": {"url": "https://h/mcp", "disabled": true}}),
+                serde_json::json!({"x": {"serverUrl": "https://h/mcp"}}),
                 vec![warning.to_owned()]
             ))
+        );
+    }
+
+    #[test]
+    fn entries_turned_off_are_taken_out_by_name() {
+        let mut servers = serde_json::json!({
+            "b": {"url": "https://h/mcp", "disabled": true},
+            "a": {"url": "https://h/mcp", "disabled": true},
+            "on": {"url": "https://h/mcp", "disabled": false},
+            "odd": {"url": "https://h/mcp", "disabled": "true"},
+            "plain": {"url": "https://h/mcp"},
+        });
+        assert_eq!(take_disabled(&mut servers), ["a", "b"]);
+        let left: Vec<&String> = servers.as_object().expect("object").keys().collect();
+        assert_eq!(left.len(), 3);
+        assert!(servers.get("a").is_none() && servers.get("b").is_none());
+        assert_eq!(
+            take_disabled(&mut serde_json::json!([1])),
+            Vec::<String>::new()
         );
     }
 }

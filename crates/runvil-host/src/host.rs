@@ -19,6 +19,7 @@ use crate::cli::{Answer, DEFAULT_WAIT_SECS};
 use crate::credentials::FileStore;
 use crate::output::Format;
 use crate::pins::{self, PinFile};
+use crate::policy::MAX_SUGGESTION_EDITS;
 use crate::progress::Until;
 use crate::untrusted::shown;
 use crate::{discovery, progress, signals};
@@ -142,7 +143,7 @@ async fn respond(
     };
     discovery::say_warnings(&config.warnings);
     let servers = match only {
-        Some(namespace) => match self::only(config.servers, namespace) {
+        Some(namespace) => match self::only(config, namespace) {
             Ok(servers) => servers,
             Err(unknown) => {
                 eprintln!("runvil: {unknown}");
@@ -180,8 +181,8 @@ async fn respond(
                 // `tools`: the listing names held tools only under one server's `rejected`.
                 say_held(&pack);
             }
-            match only {
-                Some(namespace) if code == EXIT_OK => server_exit_code(&pack, namespace),
+            match code {
+                EXIT_OK => servers_exit_code(&pack, only),
                 _ => code,
             }
         } => code,
@@ -194,33 +195,58 @@ async fn respond(
     code
 }
 
-/// The exit code of a command that answered about one server: its listing is printed even
-/// when the server is in error or still loading, which the exit code then says, as a call to
-/// it would.
-fn server_exit_code(pack: &Arc<dyn Pack>, namespace: &str) -> u8 {
+/// The exit code of a command that answered about the servers it asked for (`only` the one
+/// of that name, or every one): the listing is printed even when a server is in error or still
+/// loading, which the exit code then says, as a call to it would. A server that could not be
+/// reached says the most ([`EXIT_TRANSPORT`]); a refused one, or one still loading,
+/// [`EXIT_INVALID`].
+fn servers_exit_code(pack: &Arc<dyn Pack>, only: Option<&str>) -> u8 {
     let status = pack.status();
-    let state = status.borrow();
-    match state.iter().find(|s| s.name == namespace).map(|s| &s.state) {
-        Some(BackendState::Failed(_)) => EXIT_TRANSPORT,
-        Some(BackendState::Refused(_) | BackendState::Loading) => EXIT_INVALID,
-        _ => EXIT_OK,
+    let all = status.borrow();
+    let asked = || {
+        all.iter()
+            .filter(|s| only.is_none_or(|name| s.name == name))
+    };
+    if asked().any(|s| matches!(s.state, BackendState::Failed(_))) {
+        EXIT_TRANSPORT
+    } else if asked().any(|s| matches!(s.state, BackendState::Refused(_) | BackendState::Loading)) {
+        EXIT_INVALID
+    } else {
+        EXIT_OK
     }
 }
 
 /// The config's servers narrowed to the one named `namespace`, so that a command about one
 /// server contacts no other; or, when the config has no such server, the error that says so
-/// with the namespaces it has. A servers value that is not an object is left whole, for the
+/// with the nearest namespace it has (`did you mean docs?`) and then all of them; an entry
+/// turned off (`"disabled": true`) is said to be. A servers value that is not an object is left whole, for the
 /// Pack to refuse with its own reason.
-pub(crate) fn only(servers: Value, namespace: &str) -> Result<Value, String> {
+pub(crate) fn only(config: discovery::Config, namespace: &str) -> Result<Value, String> {
+    if config.disabled.iter().any(|name| name == namespace) {
+        return Err(format!(
+            "{} is turned off in {} (\"disabled\": true); remove that key to use it",
+            shown(namespace),
+            config.path.display()
+        ));
+    }
     let unknown = format!("unknown namespace \"{}\"", shown(namespace));
-    match servers {
+    match config.servers {
         Value::Object(mut all) => match all.remove(namespace) {
             Some(entry) => Ok(json!({ namespace: entry })),
             None if all.is_empty() => Err(format!("{unknown}; the config has no servers")),
             None => {
                 let names: Vec<String> = all.keys().map(|name| shown(name)).collect();
+                let nearest = runvil_plugin::nearest(
+                    namespace,
+                    all.keys().map(String::as_str),
+                    MAX_SUGGESTION_EDITS,
+                );
+                let did_you_mean = match nearest {
+                    Some(name) => format!("did you mean {}? ", shown(name)),
+                    None => String::new(),
+                };
                 Err(format!(
-                    "{unknown}; the namespaces are: {}",
+                    "{unknown}; {did_you_mean}the namespaces are: {}",
                     names.join(", ")
                 ))
             }
@@ -308,7 +334,13 @@ pub(crate) fn build_pack_with(servers: Value, lent: Lent) -> Result<Arc<dyn Pack
     build_pack_on(servers, Handle::current(), lent)
 }
 
-fn build_pack_on(servers: Value, runtime: Handle, lent: Lent) -> Result<Arc<dyn Pack>, String> {
+/// The Pack over `servers` on `runtime`, with what `lent` holds (`disable` and `enable`, on a
+/// runtime that never runs its tasks).
+pub(crate) fn build_pack_on(
+    servers: Value,
+    runtime: Handle,
+    lent: Lent,
+) -> Result<Arc<dyn Pack>, String> {
     let mut packs = Packs::new();
     // The Host's copy, moved in rather than copied, is wiped once the Plugin has its own.
     let config = Config::new(Value::Object(Map::from_iter([("mcp".to_owned(), servers)])));
@@ -349,13 +381,25 @@ fn finish(outcome: Result<String, ToolError>, format: Format) -> u8 {
 /// to a person: `unknown namespace "x"; the namespaces are: ...`, `docs did not answer within
 /// 300 s`), and a server's own error said to be one, since its text may be a bare `the disk is
 /// full`.
+///
+/// An invalid call's text is the Pack's own words, whose line breaks are its own (a schema's
+/// violations, one per line: the Pack writes each violation on one line, whatever a server's
+/// schema says), so it is printed as lines, each indented under runvil's; every other text
+/// may quote a server and stays on runvil's one line, its line breaks escaped.
 pub(crate) fn said(e: &ToolError) -> String {
-    let message = shown(e.message());
     match e {
-        ToolError::Backend(_) => format!("the server answered with an error: {message}"),
-        _ => message,
+        ToolError::Backend(message) => {
+            format!("the server answered with an error: {}", shown(message))
+        }
+        ToolError::Invalid(message) => (message.split('\n').map(shown))
+            .collect::<Vec<String>>()
+            .join(&format!("\n{CONTINUED}")),
+        _ => shown(e.message()),
     }
 }
+
+/// What starts each line of a message of runvil's after its first.
+const CONTINUED: &str = "  ";
 
 /// The exit code of a failed call.
 pub(crate) fn exit_code(e: &ToolError) -> u8 {

@@ -47,7 +47,7 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
         }
     };
     // The one server only: another server of the config must not ask for a login now.
-    let servers = match host::only(config.servers, &namespace) {
+    let servers = match host::only(config, &namespace) {
         Ok(servers) => servers,
         Err(unknown) => {
             eprintln!("runvil: {unknown}");
@@ -179,7 +179,7 @@ pub(crate) fn logout(namespace: &str, source: &Source) -> u8 {
             // be read is no obstacle to forgetting, unless it was named on the command line.
             match discovery::load(source) {
                 Ok(config) => {
-                    if let Err(unknown) = host::only(config.servers, namespace) {
+                    if let Err(unknown) = host::only(config, namespace) {
                         eprintln!("runvil: {unknown} (and nothing was stored for it)");
                         return EXIT_INVALID;
                     }

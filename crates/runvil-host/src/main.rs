@@ -10,12 +10,15 @@
 //! - `host`: `tools` and `call`, and what every command shares (the Pack, exit codes, stdout).
 //! - `progress`: the wait for servers, live on a terminal. `output`: pretty or compact.
 //! - `logging`: log lines on stderr, only the Pack's and runvil's below WARN.
+//! - `completions`: the shell's script, with the config's names.
 //! - `check`, `serve`, `demo`, `login` (with `logout`), `edit` (`add` and `remove`): one
 //!   command each. `serve` has its two rooms: `serve::stdio` and `serve::http` (the team
 //!   gateway). `signals`: what stops a command, and its exit code.
-//! - `trust`: reviewing and approving the tools the Pack holds.
+//! - `trust`: reviewing and approving the tools the Pack holds. `disable`: turning a server
+//!   or a tool off and on (`disable`, `enable`), kept with the approvals.
 //! - `record_file`: the one kind of state file; `credentials`: the file where logins are kept;
 //!   `pins`: the file of the tool definitions the user trusts.
+//! - `policy`: runvil's own limits and waits, each a named constant.
 //! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
 //! - `gateway`: the team gateway's authentication, policy and audit trail (`serve --http`),
 //!   and the commands `audit` and `gateway-key`.
@@ -26,8 +29,10 @@
 
 mod check;
 mod cli;
+mod completions;
 mod credentials;
 mod demo;
+mod disable;
 mod discovery;
 mod edit;
 mod gateway;
@@ -36,6 +41,7 @@ mod logging;
 mod login;
 mod output;
 mod pins;
+mod policy;
 mod progress;
 mod record_file;
 mod serve;
@@ -69,9 +75,9 @@ fn main() -> ExitCode {
             http,
             gateway,
         } => {
-            let wait = std::time::Duration::from_secs(wait);
+            let waits = serve::Waits::from_flag(wait);
             match serve::http::Settings::of(http) {
-                Some(settings) => block_on(serve::http::run(&source, wait, settings, &gateway)),
+                Some(settings) => block_on(serve::http::run(&source, waits, settings, &gateway)),
                 // Who is let in, what each may use and what is recorded are the HTTP
                 // gateway's: stdio has one client, the process that started runvil.
                 None => match gateway.first_given() {
@@ -81,7 +87,7 @@ fn main() -> ExitCode {
                         );
                         host::EXIT_INVALID
                     }
-                    None => block_on(serve::run_stdio(&source, wait)),
+                    None => block_on(serve::run_stdio(&source, waits)),
                 },
             }
         }
@@ -157,11 +163,17 @@ fn main() -> ExitCode {
                 host::EXIT_INVALID
             }
         },
-        Command::Completions { shell } => {
-            let mut command = <cli::Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut command, "runvil", &mut std::io::stdout());
-            host::EXIT_OK
-        }
+        Command::Disable {
+            namespace,
+            tool,
+            source,
+        } => disable::run(&namespace, tool.as_deref(), false, &source),
+        Command::Enable {
+            namespace,
+            tool,
+            source,
+        } => disable::run(&namespace, tool.as_deref(), true, &source),
+        Command::Completions { shell, source } => block_on(completions::run(shell, &source)),
     };
     ExitCode::from(code)
 }

@@ -27,6 +27,8 @@ use std::time::Duration;
 use runvil_plugin::{BackendState, BackendStatus, StatusReceiver};
 use tokio::time::MissedTickBehavior;
 
+use crate::policy::STILL_WAITING_AFTER;
+
 pub(crate) use live::LogWriter;
 
 /// How often the spinners turn: an animation only; statuses come from the channel.
@@ -53,8 +55,8 @@ pub(crate) enum End {
 pub(crate) enum Until {
     /// None of the servers is loading: each has ended its first attempt, ready or not.
     Settled,
-    /// Each server is ready, or refused (a refused entry never starts): a server in error
-    /// is waited for through its retries, as a user who gave `--wait` asked.
+    /// Each server is ready, or refused or turned off (neither ever starts): a server in
+    /// error is waited for through its retries, as a user who gave `--wait` asked.
     Ready,
 }
 
@@ -65,7 +67,7 @@ impl Until {
             Self::Settled => server.state.is_loading(),
             Self::Ready => !matches!(
                 server.state,
-                BackendState::Ready { .. } | BackendState::Refused(_)
+                BackendState::Ready { .. } | BackendState::Refused(_) | BackendState::Disabled
             ),
         }
     }
@@ -120,6 +122,12 @@ async fn wait_showing(
     spinner.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let live = shown.is_live();
     let mut bound_passed = std::pin::pin!(bound_passed);
+    // Off a terminal nothing shows the wait while it lasts: after a while, one line says whom
+    // it waits for, unless the bound ends it first.
+    let mut still_waiting = (!live && bound > STILL_WAITING_AFTER).then(|| {
+        let at = tokio::time::Instant::now() + STILL_WAITING_AFTER;
+        Box::pin(tokio::time::sleep_until(at))
+    });
     let end = loop {
         shown.servers = asked(&status.borrow_and_update(), only);
         if !shown.servers.iter().any(|s| until.waits_for(s)) {
@@ -132,6 +140,12 @@ async fn wait_showing(
                 break End::Closed;
             },
             _ = spinner.tick(), if live => shown.tick += 1,
+            () = async { still_waiting.as_mut().expect("guarded").await }, if still_waiting.is_some() => {
+                still_waiting = None;
+                let waited: Vec<&BackendStatus> =
+                    shown.servers.iter().filter(|s| until.waits_for(s)).collect();
+                eprintln!("runvil: {}", frame::still_waiting(&waited, bound));
+            }
         }
     };
     // The last word is the channel's, even if it changed since the last frame.

@@ -11,14 +11,17 @@
 //!
 //! A request about one server (a call, or the listing of its tools) waits for that server to
 //! leave `loading`, up to `--wait`: a client that starts the gateway and calls at once gets
-//! an answer, not "still connecting". A call's progress reaches the client when its request
-//! asked for it (a `progressToken`).
+//! an answer, not "still connecting". The first listing of every server waits likewise for
+//! each server's first attempt to end (up to `--wait`, else [`FIRST_LISTING_WAIT`]), so a
+//! one-shot client (an inspector's command line) sees the servers that are up as ready. A
+//! call's progress reaches the client when its request asked for it (a `progressToken`).
 
 pub(crate) mod http;
 mod stdio;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
@@ -27,9 +30,10 @@ use runvil_plugin::{
 };
 use serde_json::Value;
 
-use crate::cli::Source;
+use crate::cli::{DEFAULT_WAIT_SECS, Source};
 use crate::discovery::{self, Config};
 use crate::host::{self, EXIT_OTHER};
+use crate::policy::FIRST_LISTING_WAIT;
 
 pub(crate) use stdio::run as run_stdio;
 
@@ -49,12 +53,39 @@ pub(crate) struct Offered {
 pub(crate) struct Served {
     pack: Arc<dyn Pack>,
     offered: Arc<[Offered]>,
-    /// How long a request about one server waits for it to leave `loading`.
-    wait: Duration,
+    waits: Waits,
+    /// Set once a listing of every server was answered: only the first waits.
+    listed: Arc<AtomicBool>,
+}
+
+/// How long requests wait for servers to leave `loading`.
+#[derive(Clone, Copy)]
+pub(crate) struct Waits {
+    /// A request about one server, for that server.
+    one: Duration,
+    /// The first listing of every server, for each one's first attempt to end.
+    first_listing: Duration,
+}
+
+impl Waits {
+    /// `--wait` for both, else each its default ([`DEFAULT_WAIT_SECS`],
+    /// [`FIRST_LISTING_WAIT`]).
+    pub(crate) fn from_flag(wait: Option<u64>) -> Self {
+        match wait {
+            Some(secs) => Self {
+                one: Duration::from_secs(secs),
+                first_listing: Duration::from_secs(secs),
+            },
+            None => Self {
+                one: Duration::from_secs(DEFAULT_WAIT_SECS),
+                first_listing: FIRST_LISTING_WAIT,
+            },
+        }
+    }
 }
 
 impl Served {
-    pub(crate) fn new(pack: Arc<dyn Pack>, wait: Duration) -> Self {
+    pub(crate) fn new(pack: Arc<dyn Pack>, waits: Waits) -> Self {
         let offered = pack
             .tools()
             .into_iter()
@@ -75,7 +106,8 @@ impl Served {
         Self {
             pack,
             offered,
-            wait,
+            waits,
+            listed: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -102,28 +134,46 @@ impl Served {
         &self.pack
     }
 
-    /// Calls `offered` with `args`, as `options` say, once the server the arguments name has
-    /// left `loading` (or the wait ran out: the Pack then says it is still loading). A server
-    /// the caller's view hides is not waited for: it answers as one that does not exist, at
-    /// once, so the time taken tells nothing either.
+    /// Calls `offered` with `args`, as `options` say, once [`Served::settle`] let it.
     pub(crate) async fn call(
         &self,
         offered: &Offered,
         args: Value,
         options: CallOptions,
     ) -> Result<String, ToolError> {
-        let namespace = args.get("namespace").and_then(Value::as_str);
-        let visible = |namespace| options.view.as_ref().is_none_or(|v| v.backend(namespace));
-        if let Some(namespace) = namespace.filter(|&n| visible(n)) {
-            let mut status = self.pack.status();
-            let settled = |all: &Vec<BackendStatus>| {
-                !all.iter()
-                    .any(|s| s.name == namespace && s.state.is_loading())
-            };
-            // Past the bound the Pack answers as it stands: that the server is still loading.
-            let _ = tokio::time::timeout(self.wait, status.wait_for(settled)).await;
-        }
+        self.settle(&offered.name, &args, &options).await;
         self.pack.call_with(&offered.qualified, args, options).await
+    }
+
+    /// Waits until the server a request names is no longer `loading`, up to the gateway's
+    /// bound for one server (past it the Pack answers as it stands: that the server is still
+    /// loading). The first listing of every server waits for none of them to be loading, up
+    /// to its own bound: a client that lists right after its handshake sees each server that
+    /// is up as ready. Later listings answer at once. A server the caller's view hides is not
+    /// waited for: it answers as one that does not exist, at once, so the time taken tells
+    /// nothing either.
+    async fn settle(&self, tool: &str, args: &Value, options: &CallOptions) {
+        let visible = |name: &str| options.view.as_ref().is_none_or(|v| v.backend(name));
+        let namespace = args.get("namespace").and_then(Value::as_str);
+        if namespace.is_some_and(|name| !visible(name)) {
+            return;
+        }
+        let bound = match namespace {
+            Some(_) => self.waits.one,
+            None if tool == LISTING && !self.listed.load(Ordering::Acquire) => {
+                self.waits.first_listing
+            }
+            None => return,
+        };
+        let mut status = self.pack.status();
+        let settled = |all: &Vec<BackendStatus>| {
+            let waited = |name: &str| namespace.map_or(visible(name), |n| n == name);
+            !all.iter().any(|s| waited(&s.name) && s.state.is_loading())
+        };
+        let _ = tokio::time::timeout(bound, status.wait_for(settled)).await;
+        if namespace.is_none() {
+            self.listed.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -179,6 +229,82 @@ pub(super) async fn say_held(mut status: StatusReceiver) {
         if status.changed().await.is_err() {
             // The Pack is gone: nothing changes any more.
             std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// The tool whose first answer waits for every server ([`Served::settle`]).
+const LISTING: &str = "get_dynamic_tools";
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// FIRST_LISTING_WAIT: the first listing of every server waits for it exactly, a server
+    /// that never leaves `loading` (its Pack's tasks never run) holding it to its end; the next
+    /// listing answers at once, and a request about one server waits the other bound.
+    /// Requests about servers the caller's view hides wait for nothing.
+    #[test]
+    fn only_the_first_listing_waits_and_up_to_its_bound() {
+        let idle = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let servers = json!({"s": {"url": "http://127.0.0.1:9/mcp"}});
+        let pack = host::build_pack(servers, idle.handle().clone()).expect("a pack");
+        let paused = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        let none = CallOptions::default();
+        paused.block_on(async {
+            let served = Served::new(pack, Waits::from_flag(None));
+            let started = tokio::time::Instant::now();
+            served.settle(LISTING, &json!({}), &none).await;
+            assert_eq!(started.elapsed(), FIRST_LISTING_WAIT);
+            served.settle(LISTING, &json!({}), &none).await;
+            assert_eq!(
+                started.elapsed(),
+                FIRST_LISTING_WAIT,
+                "the next one at once"
+            );
+            served
+                .settle(LISTING, &json!({"namespace": "s"}), &none)
+                .await;
+            let one = Duration::from_secs(DEFAULT_WAIT_SECS);
+            assert_eq!(started.elapsed(), FIRST_LISTING_WAIT + one);
+
+            let served = Served::new(Arc::clone(&served.pack), Waits::from_flag(Some(2)));
+            let started = tokio::time::Instant::now();
+            served.settle("call_dynamic_tool", &json!({}), &none).await;
+            assert_eq!(started.elapsed(), Duration::ZERO, "a call names its server");
+            served.settle(LISTING, &json!({}), &none).await;
+            assert_eq!(started.elapsed(), Duration::from_secs(2), "--wait");
+
+            // A server the caller's view hides is waited for by none of its requests.
+            let served = Served::new(Arc::clone(&served.pack), Waits::from_flag(None));
+            let blind = CallOptions::default().with_view(Arc::new(Blind));
+            let started = tokio::time::Instant::now();
+            served.settle(LISTING, &json!({}), &blind).await;
+            served
+                .settle(LISTING, &json!({"namespace": "s"}), &blind)
+                .await;
+            assert_eq!(started.elapsed(), Duration::ZERO, "nothing to wait for");
+        });
+    }
+
+    /// A caller who may see no server.
+    struct Blind;
+
+    impl runvil_plugin::View for Blind {
+        fn backend(&self, _: &str) -> bool {
+            false
+        }
+
+        fn tool(&self, _: &str, _: &str) -> bool {
+            false
         }
     }
 }

@@ -81,7 +81,7 @@ pub(crate) async fn trust(asked: Asked<'_>, source: &Source) -> u8 {
         }
     };
     discovery::say_warnings(&config.warnings);
-    let servers = match host::only(config.servers, asked.namespace) {
+    let servers = match host::only(config, asked.namespace) {
         Ok(servers) => servers,
         Err(unknown) => {
             eprintln!("runvil: {unknown}");
@@ -144,6 +144,13 @@ async fn review_and_approve(pack: &Arc<dyn Pack>, asked: &Asked<'_>) -> u8 {
             eprintln!(
                 "runvil: cannot review the tools of {name}: its entry is refused: {}",
                 shown(reason)
+            );
+            return EXIT_INVALID;
+        }
+        Some(BackendState::Disabled) => {
+            eprintln!(
+                "runvil: cannot review the tools of {name}: it is turned off (run `runvil \
+                 enable {name}`)"
             );
             return EXIT_INVALID;
         }

@@ -48,16 +48,15 @@ fn vs_code_s_file_is_found_read_and_warned_about() {
         text(&out.stdout),
         "./.vscode/mcp.json (found in ./.vscode)
   bridge  refused: local MCP servers (command) are not supported yet
-  off     accepted
+  off     disabled
   surf    refused: url is missing
   web     accepted
-2 of 4 accepted
+1 of 3 accepted, 1 disabled
 "
     );
     assert_eq!(
         text(&out.stderr),
         "runvil: warning: server \"bridge\": runs mcp-remote, a local bridge that runvil does not start; runvil reaches the server itself: write {\"url\": \"<the URL after mcp-remote>\"}
-runvil: warning: server \"off\": \"disabled\": true is ignored, so runvil connects to it; remove the entry to leave it out
 runvil: warning: server \"surf\": serverUrl is ignored; runvil reads url
 runvil: warning: server \"web\": headers.Authorization holds ${input:token}, which runvil passes as written (it prompts for no input); write ${env:NAME} and set the variable NAME
 "
@@ -68,16 +67,15 @@ runvil: warning: server \"web\": headers.Authorization holds ${input:token}, whi
 fn tools_and_call_say_the_warnings_check_says() {
     let project = Temp::dir();
     let home = Temp::dir();
-    let entry = serde_json::json!({"url": unreachable_url(), "disabled": true});
+    let entry = serde_json::json!({"url": unreachable_url(), "serverUrl": "https://h/mcp"});
     project.write(
         "mcp.json",
-        &format!(r#"{{"mcpServers": {{"off": {entry}}}}}"#),
+        &format!(r#"{{"mcpServers": {{"surf": {entry}}}}}"#),
     );
-    let warning = "runvil: warning: server \"off\": \"disabled\": true is ignored, so runvil \
-                   connects to it; remove the entry to leave it out\n";
+    let warning = "runvil: warning: server \"surf\": serverUrl is ignored; runvil reads url\n";
     for command in [
         &["tools", "--wait", "0"][..],
-        &["call", "off", "t", "--wait", "0"],
+        &["call", "surf", "t", "--wait", "0"],
     ] {
         let out = runvil_in(&project, &home, command);
         let stderr = text(&out.stderr);

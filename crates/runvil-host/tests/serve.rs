@@ -282,3 +282,53 @@ async fn a_call_made_at_once_waits_for_its_server_and_forwards_its_progress() {
     assert_eq!(answer["result"]["content"][0]["text"], "done");
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// An rmcp client of `runvil serve --config config` with `extra` arguments.
+async fn client_of(config: &str, extra: &[&str]) -> Client {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_runvil"));
+    command
+        .args(["serve", "--config", config])
+        .args(extra)
+        .env("RUST_LOG", "off")
+        .env("RUNVIL_PINS", support::scratch_pins());
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runvil serve starts");
+    ().serve(transport).await.expect("the MCP handshake")
+}
+
+/// The status of each server in a listing, in order.
+fn statuses(listing: &CallToolResult) -> Vec<(String, String)> {
+    let listing: Value = serde_json::from_str(&only_text(listing)).expect("JSON");
+    let servers = listing["servers"].as_array().expect("servers").iter();
+    servers
+        .map(|s| {
+            let field = |key: &str| s[key].as_str().expect("a string").to_owned();
+            (field("namespace"), field("status"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_one_shot_client_s_first_listing_shows_a_server_that_is_up_as_ready() {
+    let up = backend().await;
+    // Accepts connections and never answers: still loading when the first listing's wait
+    // (here --wait 3) runs out, which the listing then says.
+    let mute = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let mute_url = format!("http://{}/mcp", mute.local_addr().expect("address"));
+    let config = Temp::config(json!({"up": {"url": up.url()}}));
+    // Listed right after the handshake, as an inspector's command line does.
+    let client = client_of(config.arg(), &[]).await;
+    let listing = call(&client, "get_dynamic_tools", json!({})).await;
+    assert_eq!(statuses(&listing), [("up".to_owned(), "ready".to_owned())]);
+    client.cancel().await.expect("closed");
+
+    let config = Temp::config(json!({"mute": {"url": mute_url}, "up": {"url": up.url()}}));
+    let client = client_of(config.arg(), &["--wait", "3"]).await;
+    let listing = call(&client, "get_dynamic_tools", json!({})).await;
+    let want = [("mute", "loading"), ("up", "ready")].map(|(n, s)| (n.to_owned(), s.to_owned()));
+    assert_eq!(statuses(&listing), want);
+    client.cancel().await.expect("closed");
+    drop(mute);
+}

@@ -24,6 +24,7 @@
 //!   the tools of a Pack's backends, kept between runs (records saved by compare-and-set),
 //!   and the tools a Pack holds until the user approves them ([`Pack::held`],
 //!   [`Pack::reviewed`], [`Pack::approve`]).
+//! - [`nearest`]: the name a Host and a Pack suggest for a misspelled one, alike.
 //!
 //! The contract is deliberately free of async-trait machinery: futures are boxed
 //! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio` (and the
@@ -41,6 +42,7 @@ mod packs;
 mod services;
 mod status;
 mod store;
+mod suggest;
 mod trust;
 
 pub use authorization::{
@@ -54,6 +56,7 @@ pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};
 pub use status::{BackendState, BackendStatus, Progress, ProgressSink, StatusReceiver};
 pub use store::StoreError;
+pub use suggest::nearest;
 pub use trust::{
     Excerpt, FieldChange, Held, HeldTool, PIN_STORE, PinStore, Saved, Stored, TRUST_HINT, Version,
 };

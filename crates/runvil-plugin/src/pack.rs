@@ -112,6 +112,25 @@ pub trait Pack: Send + Sync {
         Box::pin(async { Ok(Vec::new()) })
     }
 
+    /// Turns `backend` off (`enabled: false`) or on again, or with `tool` that one tool of it,
+    /// as the user decided. The decision is kept with the backend's record in the Host's
+    /// [`PinStore`](crate::PinStore), inside the Pack's own record, so every process and store
+    /// that carries the records carries it: a tool turned off is absent from every listing and
+    /// a call to it is answered as for a tool the backend does not have; a backend turned off is
+    /// not contacted. It needs no connection to the backend, and runs where it is polled when
+    /// that is a tokio runtime, so a Host may build a Pack whose own tasks never run to make it.
+    /// Answers whether anything changed (`false`: it was so already), or why the decision could
+    /// not be kept. A Pack that keeps no records answers an error.
+    fn set_enabled(
+        &self,
+        backend: &str,
+        tool: Option<&str>,
+        enabled: bool,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let _ = (backend, tool, enabled);
+        Box::pin(async { Err(StoreError::new(NO_RECORDS)) })
+    }
+
     /// Ends the Pack's work: stops its background tasks, abandons calls in flight, tells each
     /// backend goodbye (for `plugin_mcp`, the end of each session), and completes when that is
     /// done or its own bound has passed, so a Host can exit without a grace sleep. Calls made
@@ -120,6 +139,9 @@ pub trait Pack: Send + Sync {
         Box::pin(async {})
     }
 }
+
+/// Why a Pack without records cannot keep a decision ([`Pack::set_enabled`]).
+const NO_RECORDS: &str = "this Pack keeps no record of its backends";
 
 /// One tool as a model sees it.
 #[derive(Debug, Clone, PartialEq)]

@@ -51,15 +51,19 @@ pub enum BackendState {
     Failed(String),
     /// The Pack refused its configuration, for this reason; it will never start.
     Refused(String),
+    /// The user turned it off ([`Pack::set_enabled`](crate::Pack::set_enabled)): it is not
+    /// contacted.
+    Disabled,
 }
 
 impl BackendState {
-    /// `loading`, `ready` or `error`: the status a model reads in a Pack's listing.
+    /// `loading`, `ready`, `error` or `disabled`: the status a model reads in a Pack's listing.
     pub fn label(&self) -> &'static str {
         match self {
             Self::Loading => "loading",
             Self::Ready { .. } => "ready",
             Self::Failed(_) | Self::Refused(_) => "error",
+            Self::Disabled => "disabled",
         }
     }
 
@@ -96,6 +100,7 @@ mod tests {
         assert_eq!(BackendState::Ready { tools }.label(), "ready");
         assert_eq!(BackendState::Failed("x".into()).label(), "error");
         assert_eq!(BackendState::Refused("y".into()).label(), "error");
+        assert_eq!(BackendState::Disabled.label(), "disabled");
         assert!(BackendState::Loading.is_loading());
         let none: Arc<[String]> = Arc::from(Vec::new());
         assert!(!BackendState::Ready { tools: none }.is_loading());

@@ -9,7 +9,8 @@
 //! reason: the advice says where to take it from.
 //!
 //! Entries with `command` get only the `mcp-remote` warning: the Pack refuses them whole, so
-//! advice about their other keys would be about keys nothing reads.
+//! advice about their other keys would be about keys nothing reads. Entries turned off
+//! (`"disabled": true`) get none: runvil leaves them out whole.
 
 use serde_json::{Map, Value};
 
@@ -98,17 +99,14 @@ fn dotted(path: &[Step]) -> String {
 
 /// One entry's warnings, without the server's name.
 fn of_entry(entry: &Map<String, Value>) -> Vec<String> {
+    // Turned off, it is left out whole: nothing reads its other keys.
+    if entry.get(super::DISABLED) == Some(&Value::Bool(true)) {
+        return Vec::new();
+    }
     if entry.contains_key("command") {
         return runs_mcp_remote(entry).into_iter().collect();
     }
     let mut advice = Vec::new();
-    if entry.get("disabled") == Some(&Value::Bool(true)) {
-        advice.push(
-            "\"disabled\": true is ignored, so runvil connects to it; remove the entry to leave \
-             it out"
-                .to_owned(),
-        );
-    }
     for key in OTHER_URL_KEYS.iter().filter(|k| entry.contains_key(**k)) {
         advice.push(format!("{key} is ignored; runvil reads url"));
     }
@@ -318,15 +316,16 @@ mod tests {
     }
 
     #[test]
-    fn disabled_and_other_url_keys_are_named() {
+    fn other_url_keys_are_named() {
         let warnings = of_servers(json!({
             "b": {"serverUrl": "https://h/mcp"},
-            "a": {"url": "https://h/mcp", "disabled": true, "httpUrl": "https://h/mcp"},
+            "a": {"url": "https://h/mcp", "disabled": false, "httpUrl": "https://h/mcp"},
+            // Turned off: left out whole, so nothing is said of its keys.
+            "c": {"url": "https://h/${X}", "disabled": true, "httpUrl": "https://h/mcp"},
         }));
         assert_eq!(
             warnings,
             [
-                "server \"a\": \"disabled\": true is ignored, so runvil connects to it; remove the entry to leave it out",
                 "server \"a\": httpUrl is ignored; runvil reads url",
                 "server \"b\": serverUrl is ignored; runvil reads url",
             ]

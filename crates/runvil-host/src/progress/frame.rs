@@ -51,7 +51,7 @@ const MIN_REASON_COLUMNS: usize = 12;
 const ERROR_PREFIX: &str = "error: ";
 
 /// The order of the counts in the summary and in the line of servers left out.
-const COUNT_ORDER: [&str; 3] = ["ready", "loading", "error"];
+const COUNT_ORDER: [&str; 4] = ["ready", "loading", "error", "disabled"];
 
 /// The live frame: one line per server, each ending with a newline, at most `width` columns
 /// wide and `height - 1` lines tall. `tick` turns the spinners.
@@ -137,6 +137,18 @@ pub(super) fn summary<'a>(servers: impl IntoIterator<Item = &'a BackendStatus>) 
     }
 }
 
+/// The one line said off a terminal when a wait has lasted
+/// [`STILL_WAITING_AFTER`](crate::policy::STILL_WAITING_AFTER): whom it still waits for, and
+/// for how long at most: `still waiting for mute, slow (up to 30 s in all; see --wait)`.
+pub(super) fn still_waiting(waited: &[&BackendStatus], bound: std::time::Duration) -> String {
+    let names: Vec<String> = waited.iter().map(|s| untrusted::shown(&s.name)).collect();
+    format!(
+        "still waiting for {} (up to {} s in all; see --wait)",
+        names.join(", "),
+        bound.as_secs()
+    )
+}
+
 /// `1 tool`, `2 tools`.
 pub(super) fn tools(count: usize) -> String {
     if count == 1 {
@@ -197,12 +209,15 @@ fn counts<'a>(labels: impl IntoIterator<Item = &'a str>) -> String {
 
 /// The mark of a server that left `loading`.
 fn mark(state: &BackendState) -> char {
-    if state.label() == "error" {
-        FAILED
-    } else {
-        READY
+    match state {
+        BackendState::Disabled => TURNED_OFF,
+        _ if state.label() == "error" => FAILED,
+        _ => READY,
     }
 }
+
+/// The mark of a server the user turned off: neither done nor failed.
+const TURNED_OFF: char = '-';
 
 /// What a line says of a server's state.
 fn describe(state: &BackendState) -> String {

@@ -52,7 +52,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Served, say_held, start};
+use super::{Served, Waits, say_held, start};
 use crate::cli::{GatewayArgs, HttpArgs, Source};
 use crate::discovery;
 use crate::gateway::{AuditError, AuditLine, Gateway};
@@ -195,7 +195,7 @@ fn server_info() -> Value {
 /// call is recorded.
 pub(crate) async fn run(
     source: &Source,
-    wait: Duration,
+    waits: Waits,
     settings: Settings,
     gateway: &GatewayArgs,
 ) -> u8 {
@@ -228,7 +228,7 @@ pub(crate) async fn run(
         );
     }
     discovery::say_warnings(&config.warnings);
-    let served = Served::new(Arc::clone(&pack), wait);
+    let served = Served::new(Arc::clone(&pack), waits);
     let server = Arc::new(Server::new(served, gateway, key, &settings));
     let serving = listener::serve(listener, tls, server, settings.drain, signals::stopped());
     let stop = tokio::select! {

@@ -4,7 +4,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
@@ -15,7 +14,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use runvil_plugin::CallOptions;
 use serde_json::Value;
 
-use super::{Served, progress_queue, say_held, start, tool_result};
+use super::{Served, Waits, progress_queue, say_held, start, tool_result};
 use crate::cli::Source;
 use crate::discovery;
 use crate::host::{EXIT_OK, EXIT_OTHER};
@@ -109,7 +108,7 @@ impl ServerHandler for Stdio {
 
 /// Serves until the client closes stdin (exit 0) or a signal (128 + the signal); either way
 /// the Pack is shut down first, so every session it opened is ended.
-pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
+pub(crate) async fn run(source: &Source, waits: Waits) -> u8 {
     let (config, pack) = match start(source) {
         Ok(started) => started,
         Err(code) => return code,
@@ -123,7 +122,7 @@ pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
     );
     discovery::say_warnings(&config.warnings);
     let serving = async {
-        match Stdio::new(Served::new(Arc::clone(&pack), wait))
+        match Stdio::new(Served::new(Arc::clone(&pack), waits))
             .serve(rmcp::transport::stdio_pipes())
             .await
         {

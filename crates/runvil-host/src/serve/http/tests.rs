@@ -17,7 +17,7 @@ use crate::gateway::{
     AuditError, AuditLine, AuditSink, Gatekeeper, Gateway, Outcome, Policy, args_sha256,
 };
 use crate::host::{Lent, build_pack_with};
-use crate::serve::Served;
+use crate::serve::{Served, Waits};
 
 /// What the sink does with each line.
 #[derive(Clone, Copy, PartialEq)]
@@ -77,7 +77,7 @@ async fn serve(fixture: &Fixture, audit: Arc<Memory>) -> String {
         policy: Policy::allow_all(),
         audit,
     };
-    let served = Served::new(pack, Duration::from_secs(10));
+    let served = Served::new(pack, Waits::from_flag(Some(10)));
     let server = Arc::new(Server::new(
         served,
         gateway,
