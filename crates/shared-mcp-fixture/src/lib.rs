@@ -25,6 +25,8 @@
 //!   behind an OAuth authorization server, both of `hostile`'s making), `changing.rs` (a server
 //!   whose tools a test changes while the Pack runs), `canaries.rs` (the canary secrets and
 //!   the check that a text holds none of them in any form).
+//! - feature `services`: throwaway PostgreSQL and nginx from the distribution's packages
+//!   (`services.rs`), for the tests of runvil's shared state.
 
 #![forbid(unsafe_code)]
 
@@ -44,6 +46,8 @@ mod pack;
 mod recorder;
 #[cfg(feature = "server")]
 mod server;
+#[cfg(feature = "services")]
+pub mod services;
 #[cfg(feature = "server")]
 mod tools;
 
