@@ -14,8 +14,9 @@
 //!   what a Host observes of a running Pack (see [`Pack::status`], [`Pack::shutdown`]).
 //! - [`Services`], [`Service`], [`TOKIO_RUNTIME`]: typed values a Host lends to Packs.
 //! - [`Authorizer`], [`AuthorizeError`], [`AUTHORIZER`], [`CLIENT_METADATA_URL`],
-//!   [`AUTHORIZATION_HINT`], [`CredentialStore`], [`CREDENTIAL_STORE`]: the user's part of an OAuth authorization and
-//!   the storage of its outcome, which a Host lends to Packs that need them.
+//!   [`AUTHORIZATION_HINT`], [`CredentialStore`], [`CredentialHold`], [`CREDENTIAL_STORE`]: the
+//!   user's part of an OAuth authorization and the storage of its outcome, which a Host lends
+//!   to Packs that need them.
 //! - [`PinStore`], [`PIN_STORE`], [`TRUST_HINT`], [`HeldTool`], [`Held`], [`FieldChange`],
 //!   [`StoreError`]: the user's trust in the tools of a Pack's backends, kept between runs,
 //!   and the tools a Pack holds until the user approves them ([`Pack::held`],
@@ -38,7 +39,7 @@ mod trust;
 
 pub use authorization::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, AuthorizeError, Authorizer,
-    CLIENT_METADATA_URL, CREDENTIAL_STORE, CredentialStore,
+    CLIENT_METADATA_URL, CREDENTIAL_STORE, CredentialHold, CredentialStore,
 };
 pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};
