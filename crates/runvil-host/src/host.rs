@@ -1,7 +1,7 @@
 //! `runvil tools` and `runvil call`, and what every command shares: installing the Plugin
-//! through the contract with what each command lends it (the credentials file, the pins file
-//! with `runvil trust`'s hint, an authorizer), exit codes, and the one way results reach
-//! stdout.
+//! through the contract with what each command lends it (the credentials file or `--store`'s
+//! database, the pins file with `runvil trust`'s hint, an authorizer), exit codes, and the one
+//! way results reach stdout.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -19,6 +19,7 @@ use crate::credentials::FileStore;
 use crate::output::Format;
 use crate::pins::{self, PinFile};
 use crate::progress::Until;
+use crate::store::Credentials;
 use crate::untrusted::shown;
 use crate::{discovery, progress, signals};
 
@@ -132,7 +133,18 @@ async fn respond(
         },
         None => config.servers,
     };
-    let pack = match build_pinned_pack(servers) {
+    let credentials = match Credentials::choose(&answer.store).await {
+        Ok(credentials) => credentials,
+        Err(e) => {
+            eprintln!("runvil: {e}");
+            return EXIT_OTHER;
+        }
+    };
+    let lent = Lent {
+        credentials: credentials.as_ref().map(Credentials::lent),
+        ..Lent::pinned()
+    };
+    let pack = match build_pack_with(servers, lent) {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");

@@ -13,9 +13,12 @@
 //! - `check`, `serve`, `demo`, `login` (with `logout`), `edit` (`add` and `remove`): one
 //!   command each. `signals`: what stops a command, and its exit code.
 //! - `trust`: reviewing and approving the tools the Pack holds.
-//! - `record_file`: the one kind of state file; `credentials`: the file where logins are kept;
-//!   `pins`: the file of the tool definitions the user trusts.
+//! - `record_file`: the one kind of state file, and `record_lock` its lock across processes;
+//!   `credentials`: the file where logins are kept; `pins`: the file of the tool definitions
+//!   the user trusts.
 //! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
+//! - `store`: the files or `--store`'s PostgreSQL database (the `runvil-store` crate), and
+//!   `key_file`: a key kept in a file (the store key, which seals credentials there).
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -28,14 +31,17 @@ mod demo;
 mod discovery;
 mod edit;
 mod host;
+mod key_file;
 mod logging;
 mod login;
 mod output;
 mod pins;
 mod progress;
 mod record_file;
+mod record_lock;
 mod serve;
 mod signals;
+mod store;
 mod trust;
 mod untrusted;
 
@@ -78,8 +84,13 @@ fn main() -> ExitCode {
             source,
             wait,
             no_browser,
-        } => block_on(login::login(namespace, &source, wait, no_browser)),
-        Command::Logout { namespace, source } => login::logout(&namespace, &source),
+            store,
+        } => block_on(login::login(namespace, &source, wait, no_browser, &store)),
+        Command::Logout {
+            namespace,
+            source,
+            store,
+        } => block_on(login::logout(&namespace, &source, &store)),
         Command::Trust {
             namespace,
             tool,

@@ -132,7 +132,7 @@ impl Database {
         let deadline = deadline.unwrap_or(crate::dsn::CONNECT_DEADLINE) * 2;
         match tokio::time::timeout(deadline, self.dsn.config().connect(self.tls.clone())).await {
             Ok(Ok(connected)) => Ok(connected),
-            Ok(Err(e)) => Err(self.unreachable(&e.to_string())),
+            Ok(Err(e)) => Err(self.unreachable(&reason(&e))),
             Err(_) => Err(self.unreachable("no answer in time")),
         }
     }
@@ -186,7 +186,7 @@ impl Database {
                 self.dsn
                     .scrub(&format!("the store refused a statement: {}", db.message())),
             ),
-            None => self.unreachable(&error.to_string()),
+            None => self.unreachable(&reason(error)),
         }
     }
 
@@ -201,6 +201,15 @@ impl Database {
     /// calls on a blocking thread), on the runtime the connections run on.
     pub(crate) fn block<F: Future>(&self, future: F) -> F::Output {
         tokio::task::block_in_place(|| self.runtime.block_on(future))
+    }
+}
+
+/// What a client's error says: the server's own message when it sent one (a refused
+/// password), else the client's words.
+fn reason(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => error.to_string(),
     }
 }
 
