@@ -753,3 +753,81 @@ async fn the_store_s_password_is_shown_nowhere_at_any_log_level() {
         assert!(text(&help.stdout).contains("[env: RUNVIL_STORE]"), "{all}");
     }
 }
+
+/// Two `runvil call`s sharing the credentials file, both holding the login's token when the
+/// server stops taking it: one redeems the refresh token while the other waits on the file's
+/// lock, then takes up what the first saved. Both answer; the refresh token was redeemed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_calls_needing_a_new_token_at_once_redeem_the_refresh_token_once() {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let revoked = Arc::new(AtomicBool::new(false));
+    let handler = oauth::refreshing(Arc::clone(&gate), Arc::clone(&revoked));
+    let server = hostile::Hostile::start(handler).await;
+    let config = Temp::config(json!({"s": {"url": server.url}}));
+    let dir = Temp::dir();
+    let credentials = dir.path().join("credentials.json");
+    let ended = login("s", &config, &credentials, approve).await;
+    assert_eq!(ended.code, Some(0), "{}", ended.all());
+    revoked.store(true, Ordering::SeqCst);
+
+    let call = || {
+        let mut command = tokio::process::Command::from(support::runvil_command(&[
+            "call",
+            "s",
+            "echo",
+            r#"{"text":"hi"}"#,
+            "--config",
+            config.arg(),
+        ]));
+        command.env("RUNVIL_CREDENTIALS", &credentials);
+        command.output()
+    };
+    let (a, b) = (tokio::spawn(call()), tokio::spawn(call()));
+    // One refresh is at the authorization server (held there) and the other call waits on the
+    // lock (a blocked lock of the lock file in /proc/locks); without it, the second refresh
+    // arrives instead.
+    let lock = dir.path().join("credentials.json.lock");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let redeemed = oauth::redemptions(&server.requests());
+        let inode = std::fs::metadata(&lock).map(|m| m.ino()).unwrap_or(0);
+        let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+        let waits = locks
+            .lines()
+            .any(|line| line.contains("->") && line.contains(&format!(":{inode} ")));
+        if redeemed >= 2 || (redeemed == 1 && waits) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the calls never met at the refresh"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for _ in 0..oauth::redemptions(&server.requests()) {
+        gate.notify_one();
+    }
+    for call in [a, b] {
+        let output = call.await.expect("joined").expect("runvil runs");
+        assert_eq!(
+            text(&output.stdout).trim(),
+            "hi",
+            "{}",
+            text(&output.stderr)
+        );
+    }
+    assert_eq!(
+        oauth::redemptions(&server.requests()),
+        1,
+        "the refresh token was redeemed once"
+    );
+    let kept = std::fs::read_to_string(&credentials).expect("kept");
+    assert!(
+        kept.contains(oauth::REFRESHED),
+        "the refreshed token is kept"
+    );
+}
