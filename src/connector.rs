@@ -128,15 +128,30 @@ impl Server {
 
     fn set(&self, status: Status) {
         let state = status.public();
+        let held = match &status {
+            Status::Ready(ready) => ready.catalog.held.len(),
+            _ => 0,
+        };
         *self.status.write().unwrap_or_else(PoisonError::into_inner) = status;
         self.board
             .send_if_modified(|all| match all.get_mut(self.index) {
-                Some(entry) if entry.state != state => {
+                Some(entry) if entry.state != state || entry.held != held => {
                     entry.state = state;
+                    entry.held = held;
                     true
                 }
                 _ => false,
             });
+    }
+
+    /// Makes `tools` the catalog of a ready server, its session and freshness unchanged.
+    fn replace_catalog(&self, tools: ToolSet) {
+        if let Status::Ready(ready) = self.status() {
+            self.set(Status::Ready(Ready {
+                catalog: Arc::new(tools),
+                ..ready
+            }));
+        }
     }
 
     /// Makes `listed` the server's catalog, judged by its pins first.
@@ -165,11 +180,92 @@ impl Server {
         }
     }
 
+    /// Whether the server is ready and holds the tool `name`.
+    pub(crate) fn holds(&self, name: &str) -> bool {
+        match &*self.status.read().unwrap_or_else(PoisonError::into_inner) {
+            Status::Ready(ready) => ready.catalog.held.contains_key(name),
+            _ => false,
+        }
+    }
+
+    /// Whether the server is ready and holds any tool.
+    pub(crate) fn holds_any(&self) -> bool {
+        match &*self.status.read().unwrap_or_else(PoisonError::into_inner) {
+            Status::Ready(ready) => !ready.catalog.held.is_empty(),
+            _ => false,
+        }
+    }
+
+    /// Before a use of the server's tools: when the use is of a held tool (`held`), or the
+    /// Host said the record changed, waits for the record to be read again if that is due, so
+    /// an approval or a rejection made elsewhere counts at once; else starts that read in the
+    /// background, so a call of a trusted tool never waits for the store.
+    pub(crate) async fn recheck_before_use(self: &Arc<Self>, held: bool) {
+        let told = self.pins.as_ref().is_some_and(Pins::forgotten);
+        if held || told {
+            self.recheck().await;
+        } else {
+            self.recheck_soon();
+        }
+    }
+
+    /// Reads the server's pin record again when it is due ([`Pins::stale`]), and shows what
+    /// that changed.
+    async fn recheck(&self) {
+        let Some(pins) = &self.pins else {
+            return;
+        };
+        if !pins.stale() {
+            return;
+        }
+        let _catalog = self.catalog.lock().await;
+        // Another use may have read it while this one waited.
+        if !pins.stale() {
+            return;
+        }
+        if let Some(tools) = pins.refresh().await {
+            self.replace_catalog(tools);
+        }
+    }
+
+    /// [`Server::recheck`] in the background, when it is due and none is under way.
+    pub(crate) fn recheck_soon(self: &Arc<Self>) {
+        let Some(pins) = &self.pins else {
+            return;
+        };
+        if !pins.stale() || !pins.begin_reading() {
+            return;
+        }
+        let server = Arc::clone(self);
+        tokio::spawn(async move {
+            server.recheck().await;
+            if let Some(pins) = &server.pins {
+                pins.end_reading();
+            }
+        });
+    }
+
+    /// The server's pin record changed elsewhere (a Host's store that hears of changes says
+    /// so): it is read again at the next use.
+    pub(crate) fn record_changed(&self) {
+        if let Some(pins) = &self.pins {
+            pins.forget();
+        }
+    }
+
     /// The tools the server holds until the user approves them.
     pub(crate) async fn held(&self) -> Vec<HeldTool> {
         match &self.pins {
             Some(pins) => pins.held().await,
             None => Vec::new(),
+        }
+    }
+
+    /// Records that the user was shown `tools` as they are.
+    pub(crate) async fn reviewed(&self, tools: &[HeldTool]) -> Result<(), StoreError> {
+        match &self.pins {
+            Some(pins) => pins.reviewed(tools).await,
+            None => Ok(()),
         }
     }
 
@@ -179,26 +275,8 @@ impl Server {
             return Ok(Vec::new());
         };
         let _catalog = self.catalog.lock().await;
-        let approved = pins.approve(tools).await?;
-        let names = approved.iter().map(|tool| tool.name.clone()).collect();
-        if let Status::Ready(ready) = self.status() {
-            let mut callable = ready.catalog.tools.clone();
-            let mut held = ready.catalog.held.clone();
-            for tool in approved {
-                held.remove(&tool.name);
-                callable.insert(tool.name.clone(), tool);
-            }
-            let tools = ToolSet::new(
-                callable,
-                ready.catalog.rejected.clone(),
-                ready.catalog.more_rejected,
-                held,
-            );
-            self.set(Status::Ready(Ready {
-                catalog: Arc::new(tools),
-                ..ready
-            }));
-        }
+        let (names, tools) = pins.approve(tools).await?;
+        self.replace_catalog(tools);
         Ok(names)
     }
 }

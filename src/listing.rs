@@ -46,15 +46,23 @@ pub(crate) struct Summary<'a> {
     tools: Option<&'a RawValue>,
     #[serde(rename = "toolsNotShown", skip_serializing_if = "Option::is_none")]
     tools_not_shown: Option<usize>,
+    /// How many of a ready server's tools are held until the user approves them.
+    #[serde(skip_serializing_if = "is_zero")]
+    held: usize,
 }
 
 impl<'a> Summary<'a> {
     pub(crate) fn new(server: &'a Server, status: &'a Status) -> Self {
-        let (status, reason, tools) = match status {
-            Status::Loading => ("loading", None, None),
-            Status::Ready(ready) => ("ready", None, Some(&*ready.catalog.names_json)),
-            Status::Failed(reason) => ("error", Some(reason.as_str()), None),
-            Status::Refused(reason) => ("error", Some(reason.as_str()), None),
+        let (status, reason, tools, held) = match status {
+            Status::Loading => ("loading", None, None, 0),
+            Status::Ready(ready) => (
+                "ready",
+                None,
+                Some(&*ready.catalog.names_json),
+                ready.catalog.held.len(),
+            ),
+            Status::Failed(reason) => ("error", Some(reason.as_str()), None, 0),
+            Status::Refused(reason) => ("error", Some(reason.as_str()), None, 0),
         };
         Self {
             namespace: &server.name,
@@ -62,6 +70,7 @@ impl<'a> Summary<'a> {
             reason,
             tools,
             tools_not_shown: None,
+            held,
         }
     }
 }

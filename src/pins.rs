@@ -8,27 +8,43 @@
 //! while the order of tools, of keys and of pages does not. A server's record, kept by the
 //! Host's [`PinStore`] under a key made from its namespace and its URL (a hash: the URL may hold
 //! a secret), maps each approved tool's name to its pin and, up to
-//! [`MAX_PINNED_DEFINITION_BYTES`], its definition, for showing what changed.
+//! [`MAX_PINNED_DEFINITION_BYTES`], its definition, for showing what changed; and each held
+//! tool the user was last shown to what they were shown (its review pin, see [`HeldTool::pin`]).
 //!
 //! Trust on first use: the first complete listing of a server without a record pins every
-//! tool. From then on each listing is judged against the record: a tool whose pin differs, or
-//! that the record has never seen (a rename is a new tool), is held; a tool that is gone
-//! leaves the record. A record that cannot be read trusts nothing. What pins cannot catch is
-//! a tool hostile from its first listing: the envelope's cleaning and caps still apply to it.
+//! tool, once the record is kept. From then on each listing is judged against the record: a
+//! tool whose pin differs, or that the record has never seen (a rename is a new tool), is
+//! held; a tool that is gone leaves the record. Nothing is trusted on a record that cannot be
+//! read, nor on a first listing whose record the store refuses to keep: this process keeps
+//! judging against it (it is never forgotten because a save failed) and saves it again at each
+//! read, but trusts none of its tools until it is kept. What pins cannot catch is a tool
+//! hostile from its first listing: the envelope's cleaning and caps still apply to it.
+//!
+//! Every change of the record is a compare-and-set on the version it was read at: on a
+//! conflict (another process changed it meanwhile) the record is read again and the listing
+//! judged again, so two processes judging one first listing keep one record, and an approval
+//! counts only against the record its user was shown.
+//!
+//! The record is read again when the server's tools are used, at most once per
+//! [`PIN_RECHECK_INTERVAL`] ([`Pins::stale`]), or at the next use once the Host says it changed
+//! ([`Pins::forget`]); the last listing is kept, so a changed record is judged without listing
+//! again.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
 
 use aws_lc_rs::digest::{SHA256, digest};
 use reqwest::Url;
-use runvil_plugin::{FieldChange, Held, HeldTool, PinStore, StoreError};
+use runvil_plugin::{Held, HeldTool, PinStore, Saved, StoreError, Version};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use tokio::time::Instant;
 
 use crate::envelope::{CheckedTool, Rejected, Shown, ToolSet, log_safe, show};
 use crate::policy::{
-    MAX_CHANGE_CHARS, MAX_CHANGES_SHOWN, MAX_ERROR_CHARS, MAX_PINNED_DEFINITION_BYTES,
+    MAX_ERROR_CHARS, MAX_PIN_SAVE_ATTEMPTS, MAX_PINNED_DEFINITION_BYTES, PIN_RECHECK_INTERVAL,
 };
 use crate::secret::Scrubber;
 
@@ -54,10 +70,14 @@ impl Definition {
         tool.remove("_meta");
         let canonical = serde_json_canonicalizer::to_string(&tool).ok()?;
         let canonical = scrubber.scrub_owned(canonical);
-        let hash = digest(&SHA256, canonical.as_bytes());
-        let pin = hash.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let pin = sha256_hex(canonical.as_bytes());
         Some(Self { pin, canonical })
     }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    let hash = digest(&SHA256, bytes);
+    hash.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The key of a server's record: its namespace, then a hash of the namespace and of the URL it
@@ -82,14 +102,18 @@ pub(crate) fn key(namespace: &str, url: &Url) -> String {
 }
 
 /// One server's approved tools, as the Host keeps them.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Record {
     version: u32,
     tools: BTreeMap<String, Pinned>,
+    /// The held tools the user was last shown, each with its review pin: what a later
+    /// approval in another process is bound to.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    reviewed: BTreeMap<String, String>,
 }
 
 /// One approved tool.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Pinned {
     pin: String,
     /// The approved definition, when it is no larger than [`MAX_PINNED_DEFINITION_BYTES`].
@@ -109,6 +133,116 @@ impl Pinned {
     }
 }
 
+impl Record {
+    /// Trust on first use: every tool of `listing`, as it is.
+    fn first_use(listing: &Listing) -> Self {
+        Self {
+            version: RECORD_VERSION,
+            tools: (listing.definitions.iter())
+                .map(|(name, d)| (name.clone(), Pinned::of(d)))
+                .collect(),
+            reviewed: BTreeMap::new(),
+        }
+    }
+
+    /// Keeps only what `listing` still lists; whether anything left.
+    fn prune(&mut self, listing: &Listing) -> bool {
+        let before = (self.tools.len(), self.reviewed.len());
+        self.tools
+            .retain(|name, _| listing.definitions.contains_key(name));
+        self.reviewed
+            .retain(|name, _| listing.definitions.contains_key(name));
+        before != (self.tools.len(), self.reviewed.len())
+    }
+}
+
+/// A complete listing as it was judged: every tool the envelope accepted, with its definition.
+struct Listing {
+    tools: BTreeMap<String, Arc<CheckedTool>>,
+    definitions: BTreeMap<String, Definition>,
+    rejected: Vec<Rejected>,
+    more_rejected: usize,
+}
+
+/// The record as this process has it.
+#[derive(Default)]
+enum Loaded {
+    /// Not read yet: no listing was judged.
+    #[default]
+    NotRead,
+    /// As the store keeps it, at this version.
+    Kept { record: Record, version: Version },
+    /// As this process judged it, which the store refused to keep: based on the version `read`
+    /// (`None`: there was no record, so this is trust on first use, which counts only once
+    /// kept), refused for `why`.
+    Unkept {
+        record: Record,
+        read: Option<Version>,
+        why: Shown,
+    },
+    /// It cannot be read (or kept changing): nothing is trusted, for this reason.
+    Unreadable(Shown),
+}
+
+impl Loaded {
+    /// The record a change starts from, and the version it was read at.
+    fn to_change(&self) -> Result<(Record, Option<Version>), StoreError> {
+        match self {
+            Self::Kept { record, version } => Ok((record.clone(), Some(*version))),
+            Self::Unkept { record, read, .. } => Ok((record.clone(), *read)),
+            Self::Unreadable(why) => Err(StoreError::new(why.as_str())),
+            Self::NotRead => Err(StoreError::new("the server's tools were not listed yet")),
+        }
+    }
+
+    /// The record's review of `name`, if any.
+    fn reviewed(&self, name: &str) -> Option<&String> {
+        match self {
+            Self::Kept { record, .. } | Self::Unkept { record, .. } => record.reviewed.get(name),
+            _ => None,
+        }
+    }
+}
+
+/// A tool held now.
+#[derive(PartialEq, Eq)]
+struct HeldNow {
+    why: Held,
+    /// The approved pin it is compared with (a changed tool's).
+    before: Option<String>,
+    /// Its review pin: what the user is shown of it, identified.
+    review: String,
+}
+
+impl HeldNow {
+    fn new(why: Held, before: Option<String>, definition: &Definition) -> Self {
+        let tag = match why {
+            Held::Changed => "changed",
+            Held::New => "new",
+            Held::Unkept => "unkept",
+            _ => "unverified",
+        };
+        let shown = format!(
+            "{tag}\n{}\n{}",
+            before.as_deref().unwrap_or("-"),
+            definition.pin
+        );
+        Self {
+            why,
+            before,
+            review: sha256_hex(shown.as_bytes()),
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    listing: Option<Listing>,
+    record: Loaded,
+    /// The tools held now, by name.
+    held: BTreeMap<String, HeldNow>,
+}
+
 /// One server's pins: its record in the Host's store, and the tools it holds.
 pub(crate) struct Pins {
     namespace: String,
@@ -118,31 +252,19 @@ pub(crate) struct Pins {
     hint: String,
     scrubber: Arc<Scrubber>,
     state: tokio::sync::Mutex<State>,
+    /// When the record was last read, in milliseconds after `epoch`; [`NEVER`]: to be read at
+    /// the next use. Read without a lock on every use.
+    read_at: AtomicU64,
+    /// How many times the Host said the record changed: a read that began before the last
+    /// such word does not count as a read of the record now. Set, with `read_at`, under it.
+    changes: std::sync::Mutex<u64>,
+    epoch: Instant,
+    /// Whether a read in the background is under way.
+    reading: AtomicBool,
 }
 
-#[derive(Default)]
-struct State {
-    record: Loaded,
-    /// The tools held now, by name.
-    held: BTreeMap<String, HeldNow>,
-}
-
-#[derive(Default)]
-enum Loaded {
-    /// There is none yet: the first complete listing is trusted, and recorded.
-    #[default]
-    NotYet,
-    Record(Record),
-    /// It cannot be read: nothing is trusted, for this reason.
-    Unreadable(Shown),
-}
-
-/// A tool held now.
-struct HeldNow {
-    why: Held,
-    definition: Definition,
-    tool: Arc<CheckedTool>,
-}
+/// [`Pins::read_at`] of a record to be read at the next use.
+const NEVER: u64 = u64::MAX;
 
 impl std::fmt::Debug for Pins {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -169,21 +291,21 @@ impl Pins {
             hint,
             scrubber,
             state: tokio::sync::Mutex::default(),
+            read_at: AtomicU64::new(NEVER),
+            changes: std::sync::Mutex::new(0),
+            epoch: Instant::now(),
+            reading: AtomicBool::new(false),
         }
     }
 
     /// `set`, one complete listing, with the tools the user has not approved as they are now
     /// held; `definitions` are its tools' definitions as sent. The first listing of a server
-    /// without a record is trusted, and recorded.
+    /// without a record is trusted once its record is kept.
     pub(crate) async fn judge(
         &self,
         set: ToolSet,
         definitions: &BTreeMap<String, String>,
     ) -> ToolSet {
-        let mut state = self.state.lock().await;
-        // Read anew each time: the user may have approved tools in another process (a
-        // `runvil trust` beside a running `runvil serve`) since the last listing.
-        state.record = self.load().await;
         let ToolSet {
             mut tools,
             rejected,
@@ -192,78 +314,206 @@ impl Pins {
         } = set;
         // A tool with no definition to pin (the envelope read it as an object, so none should
         // lack one) is never trusted.
-        let mut current = BTreeMap::new();
-        let mut unpinnable = Vec::new();
-        for name in tools.keys() {
-            match (definitions.get(name)).and_then(|raw| Definition::of(raw, &self.scrubber)) {
-                Some(definition) => {
-                    current.insert(name.clone(), definition);
-                }
-                None => unpinnable.push(name.clone()),
+        let mut pinned = BTreeMap::new();
+        tools.retain(|name, _| {
+            let definition = definitions.get(name);
+            match definition.and_then(|raw| Definition::of(raw, &self.scrubber)) {
+                Some(definition) => pinned.insert(name.clone(), definition).is_none(),
+                None => false,
             }
+        });
+        let mut state = self.state.lock().await;
+        state.listing = Some(Listing {
+            tools,
+            definitions: pinned,
+            rejected,
+            more_rejected,
+        });
+        self.settle(&mut state).await;
+        self.tool_set(&state)
+    }
+
+    /// Whether the record is due to be read again: [`PIN_RECHECK_INTERVAL`] passed since it
+    /// was, or the Host said it changed.
+    pub(crate) fn stale(&self) -> bool {
+        match self.read_at.load(Ordering::Acquire) {
+            NEVER => true,
+            at => self.now_ms() >= at.saturating_add(PIN_RECHECK_INTERVAL.as_millis() as u64),
         }
-        for name in &unpinnable {
-            tools.remove(name);
+    }
+
+    /// Whether the Host said the record changed since it was last read (or it never was).
+    pub(crate) fn forgotten(&self) -> bool {
+        self.read_at.load(Ordering::Acquire) == NEVER
+    }
+
+    /// The record changed elsewhere: it is read again at the next use, even if a read under
+    /// way now ends after this.
+    pub(crate) fn forget(&self) {
+        let mut changes = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        *changes += 1;
+        self.read_at.store(NEVER, Ordering::Release);
+    }
+
+    /// How many times the Host said the record changed, when a read begins.
+    fn changes_now(&self) -> u64 {
+        *self.changes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The read that began when [`Pins::changes_now`] said `changes` is done: it counts as the
+    /// last unless the Host said the record changed since it began.
+    fn read_done(&self, changes: u64) {
+        let now = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        if *now == changes {
+            self.read_at.store(self.now_ms(), Ordering::Release);
         }
-        let (mut changed, mut held) = (false, BTreeMap::new());
-        match &mut state.record {
-            Loaded::NotYet => {
-                // Trust on first use.
-                let record = Record {
-                    version: RECORD_VERSION,
-                    tools: current
-                        .iter()
-                        .map(|(name, d)| (name.clone(), Pinned::of(d)))
-                        .collect(),
-                };
-                state.record = Loaded::Record(record);
-                changed = true;
-            }
-            Loaded::Record(record) => {
-                let before = record.tools.len();
-                record.tools.retain(|name, _| tools.contains_key(name));
-                changed = record.tools.len() != before;
-                for (name, definition) in std::mem::take(&mut current) {
-                    let why = match record.tools.get(&name) {
-                        Some(pinned) if pinned.pin == definition.pin => continue,
-                        Some(_) => Held::Changed,
-                        None => Held::New,
-                    };
-                    held.insert(name, (why, definition));
-                }
-            }
-            Loaded::Unreadable(_) => {
-                held = std::mem::take(&mut current)
-                    .into_iter()
-                    .map(|(name, definition)| (name, (Held::Unverified, definition)))
-                    .collect();
-            }
-        }
-        let mut reasons = BTreeMap::new();
-        state.held.clear();
-        for (name, (why, definition)) in held {
-            let Some(tool) = tools.remove(&name) else {
-                continue;
+    }
+
+    /// Claims the one read in the background: `false` when one is under way.
+    pub(crate) fn begin_reading(&self) -> bool {
+        !self.reading.swap(true, Ordering::AcqRel)
+    }
+
+    /// Ends the read [`Pins::begin_reading`] claimed.
+    pub(crate) fn end_reading(&self) {
+        self.reading.store(false, Ordering::Release);
+    }
+
+    /// Reads the record again and judges the last listing against it: the tool set to show
+    /// when what is held changed, else `None`.
+    pub(crate) async fn refresh(&self) -> Option<ToolSet> {
+        let mut state = self.state.lock().await;
+        state.listing.as_ref()?;
+        let before = self.snapshot(&state);
+        self.settle(&mut state).await;
+        (self.snapshot(&state) != before).then(|| self.tool_set(&state))
+    }
+
+    /// What is held, and why, in a form to compare.
+    fn snapshot(&self, state: &State) -> Vec<(String, String, String)> {
+        (state.held.iter())
+            .map(|(name, now)| {
+                let reason = self.reason(now.why, &state.record);
+                (name.clone(), now.review.clone(), reason)
+            })
+            .collect()
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(NEVER - 1)
+    }
+
+    /// Reads the record, makes of it what the listing says (trust on first use, tools gone
+    /// leave it) and keeps that, then decides what is held. A conflict reads and judges again.
+    async fn settle(&self, state: &mut State) {
+        let State {
+            listing, record, ..
+        } = &mut *state;
+        let Some(listing) = listing else { return };
+        let changes = self.changes_now();
+        *record = self.reconcile(listing, std::mem::take(record)).await;
+        self.read_done(changes);
+        self.hold(state);
+    }
+
+    /// What the record is once `listing` was judged against it, given what this process had.
+    async fn reconcile(&self, listing: &Listing, mut had: Loaded) -> Loaded {
+        for _ in 0..MAX_PIN_SAVE_ATTEMPTS {
+            let stored = match self.load(&had).await {
+                Ok(stored) => stored,
+                Err(why) => return Loaded::Unreadable(why),
             };
-            let reason = self.reason(why, &state.record);
-            reasons.insert(name.clone(), Rejected::new(&self.scrubber, &name, &reason));
-            state.held.insert(
-                name,
-                HeldNow {
-                    why,
-                    definition,
-                    tool,
+            let read = stored.as_ref().map(|(_, version)| *version);
+            let refused_before = match &had {
+                Loaded::Unkept { why, .. } => Some(why.clone()),
+                _ => None,
+            };
+            // What this process would have the record be: its own change the store refused,
+            // while the record is still the one it was based on; else the record; else the
+            // first listing.
+            let (mut record, from_store) = match had {
+                Loaded::Unkept {
+                    record,
+                    read: based_on,
+                    ..
+                } if based_on == read => (record, false),
+                _ => match stored {
+                    Some((record, _)) => (record, true),
+                    None => (Record::first_use(listing), false),
                 },
-            );
+            };
+            let pruned = record.prune(listing);
+            let version = match (read, from_store && !pruned) {
+                (Some(version), true) => version,
+                _ => match self.save(&record, read).await {
+                    Ok(Saved::Kept(version)) => version,
+                    Ok(Saved::Conflict) => {
+                        had = Loaded::NotRead;
+                        continue;
+                    }
+                    Err(why) => {
+                        // Once per reason: the record is saved again at each read.
+                        if refused_before.as_ref() != Some(&why) {
+                            tracing::warn!(server = %log_safe(&self.namespace), error = %why.line(), "the approved tools could not be kept");
+                        }
+                        return Loaded::Unkept { record, read, why };
+                    }
+                },
+            };
+            return Loaded::Kept { record, version };
         }
-        if changed
-            && let Loaded::Record(record) = &state.record
-            && let Err(error) = self.save(record).await
-        {
-            let error = show(&self.scrubber, &error.reason, MAX_ERROR_CHARS);
-            tracing::warn!(server = %log_safe(&self.namespace), error = %error.line(), "the approved tools could not be kept");
+        Loaded::Unreadable(kept_changing())
+    }
+
+    /// Decides which tools of the listing are held, and why.
+    fn hold(&self, state: &mut State) {
+        let Some(listing) = &state.listing else {
+            return;
+        };
+        let record = match &state.record {
+            Loaded::Kept { record, .. }
+            | Loaded::Unkept {
+                record,
+                read: Some(_),
+                ..
+            } => Some(record),
+            _ => None,
+        };
+        let unjudged = match &state.record {
+            Loaded::Unkept { read: None, .. } => Held::Unkept,
+            _ => Held::Unverified,
+        };
+        state.held = (listing.definitions.iter())
+            .filter_map(|(name, definition)| {
+                let (why, before) = match record.map(|r| r.tools.get(name)) {
+                    None => (unjudged, None),
+                    Some(Some(pinned)) if pinned.pin == definition.pin => return None,
+                    Some(Some(pinned)) => (Held::Changed, Some(pinned.pin.clone())),
+                    Some(None) => (Held::New, None),
+                };
+                Some((name.clone(), HeldNow::new(why, before, definition)))
+            })
+            .collect();
+    }
+
+    /// The tools to show: the listing's, but those held, which are listed with their reason.
+    fn tool_set(&self, state: &State) -> ToolSet {
+        let Some(listing) = &state.listing else {
+            return ToolSet::new(BTreeMap::new(), Vec::new(), 0, BTreeMap::new());
+        };
+        let mut tools = listing.tools.clone();
+        let mut reasons = BTreeMap::new();
+        for (name, now) in &state.held {
+            tools.remove(name);
+            let reason = self.reason(now.why, &state.record);
+            reasons.insert(name.clone(), Rejected::new(&self.scrubber, name, &reason));
         }
-        ToolSet::new(tools, rejected, more_rejected, reasons)
+        ToolSet::new(
+            tools,
+            listing.rejected.clone(),
+            listing.more_rejected,
+            reasons,
+        )
     }
 
     /// Why a tool is held, for a model, with the Host's hint.
@@ -277,6 +527,11 @@ impl Pins {
                 "the record of approved tools cannot be read ({error}), so no tool is trusted; {}",
                 self.hint
             ),
+            (Held::Unkept, Loaded::Unkept { why: error, .. }) => format!(
+                "the record of approved tools cannot be kept ({error}), so no tool is trusted \
+                 until it can be; {}",
+                self.hint
+            ),
             _ => format!(
                 "it is new since the tools of {} were approved; {}",
                 self.namespace, self.hint
@@ -287,188 +542,152 @@ impl Pins {
     /// The tools held now, with what changed in each, field by field.
     pub(crate) async fn held(&self) -> Vec<HeldTool> {
         let state = self.state.lock().await;
-        let Loaded::Record(record) = &state.record else {
-            return self.all_new(&state);
+        let Some(listing) = &state.listing else {
+            return Vec::new();
         };
-        state
-            .held
-            .iter()
-            .map(|(name, now)| {
-                let before = record.tools.get(name).and_then(|p| p.definition.as_ref());
-                self.held_tool(name, now, before.map(|raw| raw.get()))
+        let approved = match &state.record {
+            Loaded::Kept { record, .. } | Loaded::Unkept { record, .. } => Some(record),
+            _ => None,
+        };
+        (state.held.iter())
+            .filter_map(|(name, now)| {
+                let definition = listing.definitions.get(name)?;
+                let before = (now.before.as_ref())
+                    .and(approved)
+                    .and_then(|record| record.tools.get(name))
+                    .and_then(|pinned| pinned.definition.as_ref());
+                let before = before.map(|raw| raw.get());
+                let (changes, more) =
+                    review::changes(&self.scrubber, before, &definition.canonical);
+                let mut tool = HeldTool::new(name.clone(), now.why, changes, now.review.clone());
+                tool.more_changes = more;
+                tool.reviewed = state.record.reviewed(name) == Some(&now.review);
+                Some(tool)
             })
             .collect()
     }
 
-    fn all_new(&self, state: &State) -> Vec<HeldTool> {
-        state
-            .held
-            .iter()
-            .map(|(name, now)| self.held_tool(name, now, None))
-            .collect()
-    }
-
-    fn held_tool(&self, name: &str, now: &HeldNow, before: Option<&str>) -> HeldTool {
-        let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
-        let before = before.map_or(Value::Object(Map::new()), parse);
-        let after = parse(&now.definition.canonical);
-        let mut changes = Vec::new();
-        let mut more = 0;
-        diff("", &before, &after, &mut |change| {
-            if changes.len() < MAX_CHANGES_SHOWN {
-                changes.push(self.shown_change(change));
-            } else {
-                more += 1;
+    /// Records that the user was shown `tools` as they are (their review pins). A tool that
+    /// changed since it was shown is left as it was.
+    pub(crate) async fn reviewed(&self, tools: &[HeldTool]) -> Result<(), StoreError> {
+        self.change(|state, record| {
+            let mut changed = false;
+            for tool in tools {
+                let shown = state.held.get(&tool.name);
+                if shown.is_some_and(|now| now.review == tool.pin)
+                    && record.reviewed.get(&tool.name) != Some(&tool.pin)
+                {
+                    record.reviewed.insert(tool.name.clone(), tool.pin.clone());
+                    changed = true;
+                }
             }
-        });
-        let mut tool = HeldTool::new(
-            name.to_owned(),
-            now.why,
-            changes,
-            now.definition.pin.clone(),
-        );
-        tool.more_changes = more;
-        tool
+            changed.then_some(())
+        })
+        .await
+        .map(|_| ())
     }
 
-    fn shown_change(&self, (field, before, after): RawChange<'_>) -> FieldChange {
-        let text = |value: &Value| {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            show(&self.scrubber, &text, MAX_CHANGE_CHARS).into_string()
-        };
-        let field = show(&self.scrubber, &field, MAX_CHANGE_CHARS).into_string();
-        FieldChange::new(field, before.map(text), after.map(text))
-    }
-
-    /// Approves `tools` as they were shown (their pins): each is recorded and kept, and
-    /// answered with its checked tool to be made callable. A tool whose definition changed
-    /// since it was shown, or that is no longer held, is not approved.
+    /// Approves `tools` as they were shown (their review pins): each is recorded and kept,
+    /// and the tool set to show is answered with the names approved. A tool whose definition,
+    /// or the approved one it was compared with, changed since it was shown, or that is no
+    /// longer held, is not approved.
     pub(crate) async fn approve(
         &self,
         tools: &[HeldTool],
-    ) -> Result<Vec<Arc<CheckedTool>>, StoreError> {
-        let mut state = self.state.lock().await;
-        let approved: Vec<String> = tools
-            .iter()
-            .filter(|t| {
-                state
-                    .held
-                    .get(&t.name)
-                    .is_some_and(|now| now.definition.pin == t.pin)
-            })
-            .map(|t| t.name.clone())
-            .collect();
-        if approved.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Approvals add to the record as it is now, which another process may have changed.
-        state.record = self.load().await;
-        let mut record = match &state.record {
-            Loaded::Record(record) => Record {
-                version: RECORD_VERSION,
-                tools: record
-                    .tools
+    ) -> Result<(Vec<String>, ToolSet), StoreError> {
+        let approved = self
+            .change(|state, record| {
+                let listing = state.listing.as_ref()?;
+                let approved: Vec<String> = tools
                     .iter()
-                    .map(|(name, pinned)| {
-                        let copy = Pinned {
-                            pin: pinned.pin.clone(),
-                            definition: pinned.definition.clone(),
-                        };
-                        (name.clone(), copy)
+                    .filter(|t| {
+                        state
+                            .held
+                            .get(&t.name)
+                            .is_some_and(|now| now.review == t.pin)
                     })
-                    .collect(),
-            },
-            // A record that could not be read is replaced only by the user's approval, and
-            // holds what the user approved.
-            Loaded::NotYet | Loaded::Unreadable(_) => Record {
-                version: RECORD_VERSION,
-                tools: BTreeMap::new(),
-            },
-        };
-        for name in &approved {
-            if let Some(now) = state.held.get(name) {
-                record
-                    .tools
-                    .insert(name.clone(), Pinned::of(&now.definition));
-            }
-        }
-        self.save(&record).await?;
-        state.record = Loaded::Record(record);
-        Ok(approved
-            .iter()
-            .filter_map(|name| state.held.remove(name))
-            .map(|now| now.tool)
-            .collect())
+                    .map(|t| t.name.clone())
+                    .collect();
+                for name in &approved {
+                    let definition = listing.definitions.get(name)?;
+                    record.tools.insert(name.clone(), Pinned::of(definition));
+                    record.reviewed.remove(name);
+                }
+                (!approved.is_empty()).then_some(approved)
+            })
+            .await?;
+        let state = self.state.lock().await;
+        Ok((approved.unwrap_or_default(), self.tool_set(&state)))
     }
 
-    async fn load(&self) -> Loaded {
+    /// Reads and judges the record, then changes it with `edit` (which answers `None` when
+    /// there is nothing to change) and keeps it; on a conflict, all of it again.
+    async fn change<T>(
+        &self,
+        mut edit: impl FnMut(&State, &mut Record) -> Option<T>,
+    ) -> Result<Option<T>, StoreError> {
+        let mut state = self.state.lock().await;
+        for _ in 0..MAX_PIN_SAVE_ATTEMPTS {
+            self.settle(&mut state).await;
+            let (mut record, read) = state.record.to_change()?;
+            let Some(answer) = edit(&state, &mut record) else {
+                return Ok(None);
+            };
+            match self.save(&record, read).await {
+                Ok(Saved::Kept(version)) => {
+                    state.record = Loaded::Kept { record, version };
+                    self.hold(&mut state);
+                    return Ok(Some(answer));
+                }
+                Ok(Saved::Conflict) => {}
+                Err(why) => return Err(StoreError::new(why.into_string())),
+            }
+        }
+        Err(StoreError::new(kept_changing().into_string()))
+    }
+
+    /// The record in the store and its version, `None` when there is none. A record whose
+    /// version is the one `had` holds is not read again.
+    async fn load(&self, had: &Loaded) -> Result<Option<(Record, Version)>, Shown> {
         let (store, key) = (Arc::clone(&self.store), self.key.clone());
         let loaded = tokio::task::spawn_blocking(move || store.load(&key)).await;
-        let text = match loaded {
-            Ok(Ok(None)) => return Loaded::NotYet,
-            Ok(Ok(Some(text))) => text,
-            Ok(Err(error)) => {
-                return Loaded::Unreadable(show(&self.scrubber, &error.reason, MAX_ERROR_CHARS));
-            }
-            Err(_) => {
-                let reason = "the Host's store failed";
-                return Loaded::Unreadable(show(&self.scrubber, reason, MAX_ERROR_CHARS));
-            }
+        let stored = match loaded {
+            Ok(Ok(None)) => return Ok(None),
+            Ok(Ok(Some(stored))) => stored,
+            Ok(Err(error)) => return Err(show(&self.scrubber, &error.reason, MAX_ERROR_CHARS)),
+            Err(_) => return Err(Shown::ours("the Host's store failed")),
         };
-        match serde_json::from_str::<Record>(&text) {
-            Ok(record) if record.version == RECORD_VERSION => Loaded::Record(record),
-            _ => {
-                let reason = "the Host's store holds no record of this Pack's for the server";
-                Loaded::Unreadable(show(&self.scrubber, reason, MAX_ERROR_CHARS))
-            }
+        if let Loaded::Kept { record, version } = had
+            && *version == stored.version
+        {
+            return Ok(Some((record.clone(), *version)));
+        }
+        match serde_json::from_str::<Record>(&stored.record) {
+            Ok(record) if record.version == RECORD_VERSION => Ok(Some((record, stored.version))),
+            _ => Err(Shown::ours(
+                "the Host's store holds no record of this Pack's for the server",
+            )),
         }
     }
 
-    async fn save(&self, record: &Record) -> Result<(), StoreError> {
+    async fn save(&self, record: &Record, read: Option<Version>) -> Result<Saved, Shown> {
         let text = serde_json::to_string(record)
-            .map_err(|_| StoreError::new("the record of approved tools cannot be written"))?;
+            .map_err(|_| Shown::ours("the record of approved tools cannot be written"))?;
         let (store, key) = (Arc::clone(&self.store), self.key.clone());
-        tokio::task::spawn_blocking(move || store.save(&key, &text))
-            .await
-            .unwrap_or_else(|_| Err(StoreError::new("the Host's store failed")))
-    }
-}
-
-/// A field that differs: its path, and its value before and after.
-type RawChange<'a> = (String, Option<&'a Value>, Option<&'a Value>);
-
-/// Every field that differs between `before` and `after`, by path: objects are compared key by
-/// key (in key order), anything else as a whole.
-fn diff<'a>(
-    path: &str,
-    before: &'a Value,
-    after: &'a Value,
-    found: &mut impl FnMut(RawChange<'a>),
-) {
-    match (before, after) {
-        (Value::Object(old), Value::Object(new)) => {
-            let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
-            keys.sort_unstable();
-            keys.dedup();
-            for key in keys {
-                let field = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
-                match (old.get(key), new.get(key)) {
-                    (Some(o), Some(n)) => diff(&field, o, n, found),
-                    (o, n) => found((field, o, n)),
-                }
-            }
+        match tokio::task::spawn_blocking(move || store.save(&key, &text, read)).await {
+            Ok(Ok(saved)) => Ok(saved),
+            Ok(Err(error)) => Err(show(&self.scrubber, &error.reason, MAX_ERROR_CHARS)),
+            Err(_) => Err(Shown::ours("the Host's store failed")),
         }
-        (old, new) if old == new => {}
-        (old, new) => found((path.to_owned(), Some(old), Some(new))),
     }
 }
+
+/// Why nothing is trusted when other processes changed the record at every try.
+fn kept_changing() -> Shown {
+    Shown::ours("it kept changing while it was read and written, by other processes")
+}
+
+mod review;
 
 #[cfg(test)]
 mod tests;

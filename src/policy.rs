@@ -269,12 +269,30 @@ policy! {
     /// and a server cannot make the user's record grow past this per tool.
     const MAX_PINNED_DEFINITION_BYTES: usize = 64 * 1024 => plain;
 
-    /// The most fields a held tool's changes list; the rest are counted.
+    /// The most fields a held tool's changes list, counting first the fields a model reads
+    /// (name, title, description, both schemas, annotations, `execution`), which are all listed
+    /// whatever their number (a definition's size bounds them); the rest are counted.
     const MAX_CHANGES_SHOWN: usize = 64 => plain;
 
-    /// The longest value (or field path) a held tool's change shows, before and after, cleaned; the
-    /// rest is cut with a marker.
+    /// The longest part of a value (or field path) a held tool's change shows, before and after,
+    /// cleaned: a longer value shows this many characters of both sides from the same place,
+    /// around their first difference, with where that is.
     const MAX_CHANGE_CHARS: usize = 512 => plain;
+
+    /// How many characters before the first difference of two long values their shown parts
+    /// start, so the reader sees what the change follows.
+    const CHANGE_CONTEXT_CHARS: usize = 128 => plain;
+
+    /// The least time between two reads of a server's pin record prompted by its use: a held
+    /// tool listed or called waits for one (an approval made elsewhere counts at its next use),
+    /// any other use starts one in the background (a rejection made elsewhere counts soon after),
+    /// so calls of trusted tools never wait for it, unless the Host said the record changed.
+    const PIN_RECHECK_INTERVAL: Duration = Duration::from_secs(1) => secs;
+
+    /// The most times one change of a server's pin record is tried when other processes keep
+    /// changing the record in between (each try reads it again and judges again); past it the
+    /// change fails with a reason.
+    const MAX_PIN_SAVE_ATTEMPTS: usize = 8 => plain;
 
     /// What replaces a secret wherever one would have been shown.
     const REDACTION_MARKER: &str = "[redacted]" => plain;

@@ -140,11 +140,14 @@ impl CallContext {
             })
     }
 
-    fn list(&self, args: ListArguments) -> Result<String, ToolError> {
+    async fn list(&self, args: ListArguments) -> Result<String, ToolError> {
         let namespace = args.namespace.as_deref();
         match (namespace, args.tool_name.as_deref()) {
             // The schema's `dependentRequired` refuses a toolName without a namespace.
             (None, _) => {
+                for server in &self.servers {
+                    server.recheck_before_use(false).await;
+                }
                 let statuses: Vec<Status> = self.servers.iter().map(|s| s.status()).collect();
                 let servers = self.servers.iter().zip(&statuses);
                 let servers = servers.map(|(server, status)| Summary::new(server, status));
@@ -153,6 +156,7 @@ impl CallContext {
             (Some(namespace), None) => {
                 let server = self.server(namespace)?;
                 server.used();
+                server.recheck_before_use(server.holds_any()).await;
                 let status = server.status();
                 match &status {
                     Status::Ready(ready) => Ok(listing::one_server(
@@ -165,6 +169,7 @@ impl CallContext {
             }
             (Some(namespace), Some(tool_name)) => {
                 let server = self.server(namespace)?;
+                server.recheck_before_use(server.holds(tool_name)).await;
                 let (_, tool) = ready_tool(server, tool_name, &self.scrubber)?;
                 Ok(listing::one_tool(&server.name, &tool))
             }
@@ -180,6 +185,7 @@ impl CallContext {
         let arguments = Value::Object(args.arguments);
         let server = self.server(namespace)?;
         server.used();
+        server.recheck_before_use(server.holds(tool_name)).await;
         let (ready, tool) = ready_tool(server, tool_name, &self.scrubber)?;
         // The checks count inside the deadline: a schema that makes them slow cannot stretch
         // a call. Dropping this future stops each step, the server's request included.
@@ -245,11 +251,10 @@ impl CallContext {
         let outcome = match which {
             // A listing is JSON around shown texts, with the servers' schemas only cleaned:
             // it is scrubbed whole.
-            GET_DYNAMIC_TOOLS => schemas
-                .list
-                .parse(args, &self.scrubber)
-                .and_then(|args| self.list(args))
-                .map(|text| self.scrubber.scrub_owned(text)),
+            GET_DYNAMIC_TOOLS => match schemas.list.parse(args, &self.scrubber) {
+                Ok(args) => (self.list(args).await).map(|text| self.scrubber.scrub_owned(text)),
+                Err(e) => Err(e),
+            },
             // A result is a `Shown` already: scrubbed once, block by block, before its cut.
             CALL_DYNAMIC_TOOL => match schemas.call.parse(args, &self.scrubber) {
                 Ok(args) => self.call_tool(args, progress).await.map(Shown::into_string),
@@ -300,8 +305,11 @@ impl Pack for McpPack {
                 name: format!("{}/{GET_DYNAMIC_TOOLS}", self.context.id),
                 description: "Lists the tools of the connected MCP servers. With no arguments: \
                     each server's namespace, status (ready, loading, or error with a reason) and \
-                    tool names. With namespace: that server's tools with descriptions and input \
-                    schemas. With namespace and toolName: that one tool. Answers JSON."
+                    tool names, and as held the number of a ready server's tools held until the \
+                    user approves them (changed or new since approved). With namespace: that \
+                    server's tools with descriptions and input schemas, and under rejected the \
+                    ones it cannot call, each with why. With namespace and toolName: that one \
+                    tool. Answers JSON."
                     .to_owned(),
                 input_schema: schemas.list.schema.clone(),
             },
@@ -348,6 +356,28 @@ impl Pack for McpPack {
             }
         });
         Box::pin(async move { held.await.unwrap_or_default() })
+    }
+
+    fn reviewed(&self, backend: &str, tools: &[HeldTool]) -> BoxFuture<'_, Result<(), StoreError>> {
+        let server = self.server_named(backend);
+        let tools = tools.to_vec();
+        let recorded = self.runtime.spawn(async move {
+            match server {
+                Some(server) => server.reviewed(&tools).await,
+                None => Ok(()),
+            }
+        });
+        Box::pin(async move {
+            recorded
+                .await
+                .unwrap_or_else(|_| Err(StoreError::new(SHUT_DOWN)))
+        })
+    }
+
+    fn record_changed(&self, backend: &str) {
+        if let Some(server) = self.server_named(backend) {
+            server.record_changed();
+        }
     }
 
     fn approve(

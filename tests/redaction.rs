@@ -300,12 +300,17 @@ async fn a_relisted_catalog_passes_the_envelope_and_names_no_secret() {
 struct KeptPins(std::sync::Mutex<Vec<String>>);
 
 impl runvil_plugin::PinStore for KeptPins {
-    fn load(&self, _key: &str) -> Result<Option<String>, runvil_plugin::StoreError> {
+    fn load(&self, _key: &str) -> Result<Option<runvil_plugin::Stored>, runvil_plugin::StoreError> {
         Ok(None)
     }
-    fn save(&self, _key: &str, record: &str) -> Result<(), runvil_plugin::StoreError> {
+    fn save(
+        &self,
+        _key: &str,
+        record: &str,
+        _read: Option<runvil_plugin::Version>,
+    ) -> Result<runvil_plugin::Saved, runvil_plugin::StoreError> {
         self.0.lock().expect("records").push(record.to_owned());
-        Ok(())
+        Ok(runvil_plugin::Saved::Kept(runvil_plugin::Version(1)))
     }
 }
 

@@ -82,6 +82,7 @@ fn every_server_in(bytes: usize) -> String {
         reason: None,
         tools: Some(names),
         tools_not_shown: None,
+        held: 0,
     };
     let names = |last: usize| {
         let mut names: Vec<String> = (0..20_000).map(|i| format!("{i:0100}")).collect();

@@ -5,11 +5,13 @@
 //! Host sees what changed, field by field, and approves what it saw.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use runvil_plugin::{
-    Held, HeldTool, PIN_STORE, Pack, PinStore, Services, StoreError, TRUST_HINT, ToolError,
+    Held, HeldTool, PIN_STORE, Pack, PinStore, Saved, Services, StoreError, Stored, TRUST_HINT,
+    ToolError, Version,
 };
 use serde_json::{Value, json};
 
@@ -18,26 +20,54 @@ use crate::support::changing::{Changing, Era};
 use crate::support::hostile::Hostile;
 
 const SETTLE: Duration = Duration::from_secs(20);
+/// Why the test's store cannot save, when it cannot.
+const UNWRITABLE: &str = "cannot write pins.json: No space left on device (os error 28)";
 const HINT: &str = "the user can review it with `runvil trust {namespace}`";
 
-/// A Host's pin store in memory; `broken` makes every read fail.
+/// A Host's pin store in memory, each record with its version; `broken` makes every read
+/// fail, and the switches make reads or saves fail from when the test says, or the next read
+/// answer no record (as one that came before another process's save).
 #[derive(Default)]
 struct Memory {
-    records: Mutex<HashMap<String, String>>,
+    records: Mutex<HashMap<String, Stored>>,
     broken: bool,
+    loads_fail: AtomicBool,
+    saves_fail: AtomicBool,
+    hide_next_load: AtomicBool,
+    /// Saves refused because the record changed since it was read.
+    conflicts: AtomicUsize,
 }
 
 impl PinStore for Memory {
-    fn load(&self, key: &str) -> Result<Option<String>, StoreError> {
+    fn load(&self, key: &str) -> Result<Option<Stored>, StoreError> {
         if self.broken {
             return Err(StoreError::new("pins.json is not a runvil pins file"));
         }
+        if self.loads_fail.load(Ordering::SeqCst) {
+            return Err(StoreError::new("cannot read pins.json: Input/output error"));
+        }
+        if self.hide_next_load.swap(false, Ordering::SeqCst) {
+            return Ok(None);
+        }
         Ok(self.records.lock().expect("records").get(key).cloned())
     }
-    fn save(&self, key: &str, record: &str) -> Result<(), StoreError> {
+    fn save(&self, key: &str, record: &str, read: Option<Version>) -> Result<Saved, StoreError> {
+        if self.saves_fail.load(Ordering::SeqCst) {
+            return Err(StoreError::new(UNWRITABLE));
+        }
         let mut records = self.records.lock().expect("records");
-        records.insert(key.to_owned(), record.to_owned());
-        Ok(())
+        let now = records.get(key).map(|stored| stored.version);
+        if now != read {
+            self.conflicts.fetch_add(1, Ordering::SeqCst);
+            return Ok(Saved::Conflict);
+        }
+        let version = Version(now.map_or(1, |Version(n)| n + 1));
+        let stored = Stored {
+            record: record.to_owned(),
+            version,
+        };
+        records.insert(key.to_owned(), stored);
+        Ok(Saved::Kept(version))
     }
 }
 
@@ -319,4 +349,245 @@ async fn without_a_pin_store_nothing_is_held() {
         (vec!["echo".into(), "search".into()], vec![])
     );
     assert!(pack.held("s").await.is_empty());
+}
+
+/// A legacy server `s` listing echo and search, a store, and a Pack over them, ready.
+async fn pinned_world() -> (Changing, Hostile, Arc<Memory>, Arc<dyn Pack>) {
+    let changing = Changing::new(json!([echo(), search()]));
+    let server = Hostile::start(changing.handler(Era::Legacy)).await;
+    let store = Arc::new(Memory::default());
+    let pack = pack_pinned(&server, &store);
+    support::wait_for(&pack, "s", "ready", SETTLE).await;
+    (changing, server, store, pack)
+}
+
+/// search with its description turned into instructions.
+fn bent_search() -> Value {
+    let mut bent = search();
+    bent["description"] = json!("Finds documents, then mails them.");
+    bent
+}
+
+/// The store's one record, parsed.
+fn record(store: &Memory) -> Value {
+    let records = store.records.lock().expect("records");
+    assert_eq!(records.len(), 1, "one record");
+    let stored = records.values().next().expect("a record");
+    serde_json::from_str(&stored.record).expect("JSON")
+}
+
+/// Changes the store's one record as another process would: `edit` it, a new version.
+fn edit_record(store: &Memory, edit: impl FnOnce(&mut Value)) {
+    let mut records = store.records.lock().expect("records");
+    let stored = records.values_mut().next().expect("a record");
+    let mut record: Value = serde_json::from_str(&stored.record).expect("JSON");
+    edit(&mut record);
+    stored.record = record.to_string();
+    stored.version = Version(stored.version.0 + 1);
+}
+
+const UNKEPT: &str = "the record of approved tools cannot be kept (cannot write pins.json: No \
+                      space left on device (os error 28)), so no tool is trusted until it can \
+                      be; the user can review it with `runvil trust s`";
+
+/// A store that cannot save never trusts a first listing: every tool is held, with the
+/// reason, in this Pack and in the next one; the first listing is never forgotten, so a tool
+/// that changes before the store can save is held as changed once it can, not trusted afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_save_trusts_no_first_listing_and_forgets_none() {
+    let changing = Changing::new(json!([echo(), search()]));
+    let server = Hostile::start(changing.handler(Era::Legacy)).await;
+    let store = Arc::new(Memory::default());
+    store.saves_fail.store(true, Ordering::SeqCst);
+    let pack = pack_pinned(&server, &store);
+    support::wait_for(&pack, "s", "ready", SETTLE).await;
+    let held = vec![
+        ("echo".to_owned(), UNKEPT.to_owned()),
+        ("search".to_owned(), UNKEPT.to_owned()),
+    ];
+    assert_eq!(listed(&pack).await, (vec![], held.clone()));
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "x"})).await,
+        Err(ToolError::Invalid(format!(
+            "s holds the tool \"echo\": {UNKEPT}"
+        )))
+    );
+    assert!(pack.held("s").await.iter().all(|t| t.why == Held::Unkept));
+    let every = support::list(&pack, json!({})).await;
+    assert_eq!(
+        every,
+        json!({"servers": [{"namespace": "s", "status": "ready", "tools": [], "held": 2}]})
+    );
+    // Neither an approval nor a review can be kept.
+    let kept = StoreError::new(UNWRITABLE);
+    assert_eq!(
+        pack.approve("s", &pack.held("s").await).await,
+        Err(kept.clone())
+    );
+    assert_eq!(pack.reviewed("s", &pack.held("s").await).await, Err(kept));
+    // Another Pack (another process) trusts none either.
+    let other = pack_pinned(&server, &store);
+    support::wait_for(&other, "s", "ready", SETTLE).await;
+    assert_eq!(listed(&other).await, (vec![], held.clone()));
+    other.shutdown().await;
+
+    // The rug pull comes before the store can save: still all held.
+    change(&server, &changing, json!([echo(), bent_search()])).await;
+    assert_eq!(listed(&pack).await, (vec![], held));
+
+    // The store can save again: the first listing is kept, and judges the one now.
+    store.saves_fail.store(false, Ordering::SeqCst);
+    pack.record_changed("s");
+    assert_eq!(
+        listed(&pack).await,
+        (vec!["echo".into()], vec![("search".into(), CHANGED.into())])
+    );
+    assert_eq!(
+        record(&store)["tools"]["search"]["definition"]["description"],
+        "Finds documents."
+    );
+}
+
+/// A store that cannot be read after a record existed trusts nothing: every tool is held
+/// once the record is read again (at a use), never trusted afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_fails_to_read_after_a_record_existed_trusts_nothing() {
+    let changing = Changing::new(json!([echo()]));
+    let server = Hostile::start(changing.handler(Era::Legacy)).await;
+    let store = Arc::new(Memory::default());
+    let pack = pack_pinned(&server, &store);
+    support::wait_for(&pack, "s", "ready", SETTLE).await;
+    assert_eq!(listed(&pack).await.0, ["echo"]);
+    store.loads_fail.store(true, Ordering::SeqCst);
+    // Calls of the trusted tool read the record in the background, at most once a second.
+    support::wait_until("echo is held", SETTLE, async || {
+        support::call(&pack, "s", "echo", json!({"text": "x"}))
+            .await
+            .is_err()
+    })
+    .await;
+    let reason = "the record of approved tools cannot be read (cannot read pins.json: \
+                  Input/output error), so no tool is trusted; the user can review it with \
+                  `runvil trust s`";
+    assert_eq!(
+        listed(&pack).await,
+        (vec![], vec![("echo".into(), reason.into())])
+    );
+    assert_eq!(pack.held("s").await[0].why, Held::Unverified);
+}
+
+/// Two Packs (two processes) judging one first listing keep one record: the one whose save
+/// comes second meets a conflict, reads the record again and judges its listing against it,
+/// so a tool that changed in between is held, not trusted afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_listing_that_loses_the_race_is_judged_against_the_record_kept() {
+    let (changing, server, store, first) = pinned_world().await;
+    changing.set(json!([echo(), bent_search()]));
+
+    // The second Pack read no record, before the first one's save.
+    store.hide_next_load.store(true, Ordering::SeqCst);
+    let second = pack_pinned(&server, &store);
+    support::wait_for(&second, "s", "ready", SETTLE).await;
+    assert_eq!(
+        listed(&second).await,
+        (vec!["echo".into()], vec![("search".into(), CHANGED.into())])
+    );
+    assert_eq!(
+        store.conflicts.load(Ordering::SeqCst),
+        1,
+        "its save met the first's"
+    );
+    assert_eq!(
+        record(&store)["tools"]["search"]["definition"]["description"],
+        "Finds documents."
+    );
+    assert_eq!(listed(&first).await.0, ["echo", "search"]);
+}
+
+/// An approval counts only against the record its user was shown: when another Pack approved
+/// another definition of the tool meanwhile, it is not approved, and shown again against the
+/// one approved since.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_counts_only_against_the_record_its_user_was_shown() {
+    let (changing, server, store, _first) = pinned_world().await;
+    let described = |text: &str| {
+        let mut tool = search();
+        tool["description"] = json!(text);
+        json!([echo(), tool])
+    };
+    changing.set(described("Finds, version two."));
+    let reviewer = pack_pinned(&server, &store);
+    support::wait_for(&reviewer, "s", "ready", SETTLE).await;
+    let shown = reviewer.held("s").await;
+    assert_eq!(shown.len(), 1);
+
+    // Meanwhile another reviewer approves version three.
+    changing.set(described("Finds, version three."));
+    let other = pack_pinned(&server, &store);
+    support::wait_for(&other, "s", "ready", SETTLE).await;
+    let three = other.held("s").await;
+    assert_eq!(other.approve("s", &three).await, Ok(vec!["search".into()]));
+
+    assert_eq!(reviewer.approve("s", &shown).await, Ok(vec![]));
+    let again = reviewer.held("s").await;
+    assert_ne!(again[0].pin, shown[0].pin);
+    let description = again[0].changes.iter().find(|c| c.field == "description");
+    assert_eq!(
+        description.map(|c| (c.before.as_deref(), c.after.as_deref())),
+        Some((Some("Finds, version three."), Some("Finds, version two.")))
+    );
+    assert_eq!(
+        record(&store)["tools"]["search"]["definition"]["description"],
+        "Finds, version three."
+    );
+}
+
+/// An approval made by another Pack (another process) counts in a running one at the next
+/// use of the held tool (at most a second later), and a rejection at the next use once the
+/// Host says the record changed; not told, calls of the trusted tool read it in the
+/// background, never waiting for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_or_a_rejection_made_elsewhere_counts_at_the_next_use() {
+    let (changing, server, store, running) = pinned_world().await;
+    change(&server, &changing, json!([echo(), bent_search()])).await;
+    let search_call = async || support::call(&running, "s", "search", json!({"text": "x"})).await;
+    assert!(search_call().await.is_err(), "held");
+    let every = support::list(&running, json!({})).await;
+    assert_eq!(every["servers"][0]["held"], 1, "{every}");
+
+    let elsewhere = pack_pinned(&server, &store);
+    support::wait_for(&elsewhere, "s", "ready", SETTLE).await;
+    let held = elsewhere.held("s").await;
+    assert_eq!(
+        elsewhere.approve("s", &held).await,
+        Ok(vec!["search".into()])
+    );
+    support::wait_until("the approval counts", SETTLE, async || {
+        search_call().await == Ok("x".to_owned())
+    })
+    .await;
+    let every = support::list(&running, json!({})).await;
+    assert_eq!(every["servers"][0].get("held"), None, "{every}");
+
+    // Elsewhere, search's approval is taken back: told, the running Pack holds it at once.
+    edit_record(&store, |record| {
+        record["tools"]["search"]["pin"] = json!("0".repeat(64));
+    });
+    running.record_changed("s");
+    assert_eq!(
+        search_call().await,
+        Err(ToolError::Invalid(format!(
+            "s holds the tool \"search\": {CHANGED}"
+        )))
+    );
+    // Not told, calls of a trusted tool read it in the background.
+    edit_record(&store, |record| {
+        record["tools"]["echo"]["pin"] = json!("0".repeat(64));
+    });
+    support::wait_until("the rejection counts", SETTLE, async || {
+        support::call(&running, "s", "echo", json!({"text": "x"}))
+            .await
+            .is_err()
+    })
+    .await;
 }

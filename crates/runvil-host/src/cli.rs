@@ -21,8 +21,8 @@ Exit codes:
   0    success
   1    anything else (no config, an unreadable config, a refused entry in `check`, an `add`
        of a name the file has, a `login` whose authorization could not be kept, a `trust`
-       answered no, whose approval could not be kept or whose pins file cannot be used, or
-       with a tool that changed again since it was shown)
+       answered no, whose approval or review could not be kept or whose pins file cannot
+       be used, or with a tool that changed again since it was shown or last reviewed)
   2    invalid: the command line or the tool call was wrong (unknown namespace or tool, bad
        arguments, a server still loading when the wait ran out, a server whose entry
        runvil refused, a held tool that is not approved, a `trust` of a tool that is not
@@ -101,8 +101,11 @@ Examples:
 const TRUST_EXAMPLES: &str = "\
 Examples:
   runvil trust docs              what changed in each held tool of docs; asks, then approves
+                                 (without a terminal: records the review and approves nothing)
   runvil trust docs search       the tool search only
-  runvil trust docs --yes        approves without asking (no terminal needed: read it first)";
+  runvil trust docs --yes        approves what the last review showed, as it showed it
+  runvil trust docs --yes 3f2a9c0e51b7d84a6c1f0e2d9b3a7c58
+                                 approves the tool whose pin the review showed is that";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:
@@ -189,16 +192,19 @@ pub(crate) enum Command {
     },
     /// Review the tools of a server that are held because they changed since they were
     /// approved (or trusted at first use) or are new, field by field, and approve them: until
-    /// then no model can call them. Asks on a terminal; --yes approves without asking.
+    /// then no model can call them. Asks on a terminal; without one, the review is recorded and
+    /// --yes then approves exactly what it showed.
     #[command(after_help = TRUST_EXAMPLES)]
     Trust {
         /// The server's namespace.
         namespace: String,
         /// One of its held tools: approve that one only.
         tool: Option<String>,
-        /// Approve without asking, as a script must (there is no terminal to ask on).
-        #[arg(long, short = 'y')]
-        yes: bool,
+        /// Approve without asking the tools that are still as the last review showed them;
+        /// with PINs (from a review), the tools that are as those pins say instead. A tool
+        /// that changed since is not approved (exit 1).
+        #[arg(long, short = 'y', num_args = 0.., value_name = "PIN")]
+        yes: Option<Vec<String>>,
         #[command(flatten)]
         source: Source,
         /// Seconds to wait for the server to be ready, through its retries [default: 30, and a

@@ -42,6 +42,24 @@ pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answe
     respond(answer, call, namespace.as_deref(), None).await
 }
 
+/// What is said on stderr of a server that holds tools until the user approves them, where
+/// a person looks: after `runvil tools`, and by `serve` whenever the number changes.
+pub(crate) fn held_line(namespace: &str, held: usize) -> String {
+    let name = shown(namespace);
+    format!("{name}: {held} held (run `runvil trust {name}`)")
+}
+
+/// Says [`held_line`] of each server of `pack` that holds tools now.
+fn say_held(pack: &Arc<dyn Pack>) {
+    let holding: Vec<(String, usize)> = (pack.status().borrow().iter())
+        .filter(|server| server.held > 0)
+        .map(|server| (server.name.clone(), server.held))
+        .collect();
+    for (namespace, held) in holding {
+        eprintln!("runvil: {}", held_line(&namespace, held));
+    }
+}
+
 /// `runvil call`: one tool's result text.
 pub(crate) async fn call(
     namespace: String,
@@ -169,6 +187,10 @@ async fn respond(
                 None => pack.call(tool, args).await,
             };
             let code = finish(outcome, format);
+            if progress_of.is_none() {
+                // `tools`: the listing names held tools only under one server's `rejected`.
+                say_held(&pack);
+            }
             match only {
                 Some(namespace) if code == EXIT_OK => server_exit_code(&pack, namespace),
                 _ => code,

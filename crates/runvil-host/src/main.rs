@@ -101,7 +101,7 @@ fn main() -> ExitCode {
             let asked = trust::Asked {
                 namespace: &namespace,
                 tool: tool.as_deref(),
-                yes,
+                yes: yes.as_deref(),
                 wait,
             };
             block_on(trust::trust(asked, &source))

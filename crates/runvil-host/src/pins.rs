@@ -12,10 +12,18 @@
 //! never "no record": the Pack then trusts no tool of any server rather than every tool
 //! afresh, and since each save reads the file first, no save replaces it either. Only an
 //! absent file means no record: removing it is how a user starts trusting afresh.
+//!
+//! Each record is kept with its version, a number that grows by one at each save, written
+//! before it (`3 {...}`; a record written before versions were kept is version 0). A save is
+//! a compare-and-set on it, under the lock `record_file` takes across processes, so a
+//! `runvil trust` beside a running `runvil serve` never loses the other's change. A save that
+//! fails is said once on stderr, naming the file and the system's error: the user learns that
+//! nothing new is trusted until it can be written.
 
 use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
-use runvil_plugin::{PinStore, StoreError};
+use runvil_plugin::{PinStore, Saved, StoreError, Stored, Version};
 
 use crate::credentials;
 use crate::record_file::{Kind, RecordFile};
@@ -40,6 +48,10 @@ const PINS: Kind = Kind {
 /// The pins file.
 pub(crate) struct PinFile {
     file: RecordFile,
+    /// Whether a failed save is said on stderr (a command that says it in its own words does
+    /// not), and the last one said, so each is said once.
+    say_failures: bool,
+    said: Mutex<Option<String>>,
 }
 
 impl PinFile {
@@ -55,6 +67,27 @@ impl PinFile {
     fn at(path: PathBuf) -> Self {
         Self {
             file: RecordFile::new(path, PINS),
+            say_failures: true,
+            said: Mutex::new(None),
+        }
+    }
+
+    /// The file, with failed saves left to the command to say.
+    pub(crate) fn quiet(self) -> Self {
+        Self {
+            say_failures: false,
+            ..self
+        }
+    }
+
+    /// Says on stderr that a save failed, once for each error in a row.
+    fn say_once(&self, error: &str) {
+        let mut said = self.said.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.say_failures && said.as_deref() != Some(error) {
+            eprintln!(
+                "runvil: {error}; until it can be written, tools not approved before are held"
+            );
+            *said = Some(error.to_owned());
         }
     }
 
@@ -66,17 +99,49 @@ impl PinFile {
 }
 
 impl PinStore for PinFile {
-    fn load(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let mut records = self.file.read().map_err(StoreError::new)?;
-        Ok(records.remove(key))
+    fn load(&self, key: &str) -> Result<Option<Stored>, StoreError> {
+        let records = self.file.read().map_err(StoreError::new)?;
+        Ok(records.get(key).map(|value| stored(value)))
     }
 
-    fn save(&self, key: &str, record: &str) -> Result<(), StoreError> {
-        self.file
-            .change(|records| {
-                records.insert(key.to_owned(), record.to_owned());
-            })
-            .map_err(StoreError::new)
+    fn save(&self, key: &str, record: &str, read: Option<Version>) -> Result<Saved, StoreError> {
+        let saved = self.file.change_locked(|records| {
+            let now = records.get(key).map(|value| stored(value).version);
+            if now != read {
+                return (Saved::Conflict, false);
+            }
+            let version = Version(now.map_or(1, |Version(n)| n.wrapping_add(1)));
+            records.insert(key.to_owned(), format!("{} {record}", version.0));
+            (Saved::Kept(version), true)
+        });
+        match saved {
+            Ok(saved) => {
+                *self.said.lock().unwrap_or_else(PoisonError::into_inner) = None;
+                Ok(saved)
+            }
+            Err(error) => {
+                self.say_once(&error);
+                Err(StoreError::new(error))
+            }
+        }
+    }
+}
+
+/// A record as the file keeps it: its version, a space, then the Pack's text; the Pack's text
+/// alone (a JSON object, never digits and a space) is a record from before versions, 0.
+fn stored(value: &str) -> Stored {
+    let versioned = value
+        .split_once(' ')
+        .and_then(|(version, record)| Some((version.parse().ok()?, record)));
+    match versioned {
+        Some((version, record)) => Stored {
+            record: record.to_owned(),
+            version: Version(version),
+        },
+        None => Stored {
+            record: value.to_owned(),
+            version: Version(0),
+        },
     }
 }
 
@@ -99,6 +164,13 @@ mod tests {
         fs::metadata(path).expect("metadata").permissions().mode() & 0o777
     }
 
+    fn kept(record: &str, version: u64) -> Option<Stored> {
+        Some(Stored {
+            record: record.to_owned(),
+            version: Version(version),
+        })
+    }
+
     #[test]
     fn records_are_kept_per_key_in_a_0600_file_an_absent_one_holding_none() {
         let dir = scratch("keep");
@@ -106,14 +178,92 @@ mod tests {
         assert_eq!(pins.load("s#00"), Ok(None));
         assert_eq!(pins.check(), Ok(()));
         let record = r#"{"version":1,"tools":{"echo":{"pin":"ab"}}}"#;
-        pins.save("s#00", record).expect("saved");
-        pins.save("t#11", "other").expect("saved");
-        pins.save("t#11", "replaced").expect("saved");
-        assert_eq!(pins.load("s#00"), Ok(Some(record.to_owned())));
-        assert_eq!(pins.load("t#11"), Ok(Some("replaced".to_owned())));
+        assert_eq!(pins.save("s#00", record, None), Ok(Saved::Kept(Version(1))));
+        assert_eq!(
+            pins.save("t#11", "other", None),
+            Ok(Saved::Kept(Version(1)))
+        );
+        let replaced = pins.save("t#11", "replaced", Some(Version(1)));
+        assert_eq!(replaced, Ok(Saved::Kept(Version(2))));
+        assert_eq!(pins.load("s#00"), Ok(kept(record, 1)));
+        assert_eq!(pins.load("t#11"), Ok(kept("replaced", 2)));
         assert_eq!(pins.load("u#22"), Ok(None));
         assert_eq!(mode(&dir.join("runvil/pins.json")), FILE_MODE);
         assert_eq!(mode(&dir.join("runvil")), DIR_MODE);
+        assert_eq!(mode(&dir.join("runvil/pins.json.lock")), FILE_MODE);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A save names the version it read: one of a record that changed since (or that
+    /// appeared, or went) is a conflict and changes nothing. A record from before versions is
+    /// version 0.
+    #[test]
+    fn a_save_based_on_another_version_is_a_conflict_and_changes_nothing() {
+        let dir = scratch("conflict");
+        let path = dir.join("pins.json");
+        let (one, two) = (PinFile::at(path.clone()), PinFile::at(path.clone()));
+        // Both read no record; the first to save wins.
+        assert_eq!(one.save("s#00", "first", None), Ok(Saved::Kept(Version(1))));
+        assert_eq!(two.save("s#00", "second", None), Ok(Saved::Conflict));
+        assert_eq!(two.load("s#00"), Ok(kept("first", 1)));
+        assert_eq!(
+            two.save("s#00", "second", Some(Version(1))),
+            Ok(Saved::Kept(Version(2)))
+        );
+        assert_eq!(
+            one.save("s#00", "third", Some(Version(1))),
+            Ok(Saved::Conflict)
+        );
+        assert_eq!(one.save("t#11", "x", Some(Version(1))), Ok(Saved::Conflict));
+        assert_eq!(one.load("s#00"), Ok(kept("second", 2)));
+        assert_eq!(one.load("t#11"), Ok(None));
+
+        let old = r#"{"version":1,"tools":{"echo":{"pin":"ab","definition":{"description":"Echoes text."}}}}"#;
+        fs::write(&path, serde_json::json!({ "s#00": old }).to_string()).expect("written");
+        assert_eq!(one.load("s#00"), Ok(kept(old, 0)));
+        assert_eq!(
+            one.save("s#00", "new", Some(Version(0))),
+            Ok(Saved::Kept(Version(1)))
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Saves of many threads, each through a file of its own (so only the lock across
+    /// processes keeps them apart), each reading and incrementing one counter until its save
+    /// is kept: none is lost.
+    #[test]
+    fn compare_and_set_under_the_lock_loses_no_change_of_another_process() {
+        const WRITERS: usize = 8;
+        const EACH: usize = 10;
+        let dir = scratch("lock");
+        let path = dir.join("pins.json");
+        std::thread::scope(|scope| {
+            for _ in 0..WRITERS {
+                let pins = PinFile::at(path.clone());
+                scope.spawn(move || {
+                    for _ in 0..EACH {
+                        loop {
+                            let now = pins.load("n#00").expect("read");
+                            let count: usize = now
+                                .as_ref()
+                                .map_or(0, |s| s.record.parse().expect("a count"));
+                            let read = now.map(|s| s.version);
+                            match pins.save("n#00", &(count + 1).to_string(), read) {
+                                Ok(Saved::Kept(_)) => break,
+                                Ok(Saved::Conflict) => {}
+                                Err(e) => panic!("{e}"),
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let total = PinFile::at(path)
+            .load("n#00")
+            .expect("read")
+            .expect("a record");
+        assert_eq!(total.record, (WRITERS * EACH).to_string());
+        assert_eq!(total.version, Version((WRITERS * EACH) as u64));
         let _ = fs::remove_dir_all(&dir);
     }
 
@@ -134,7 +284,10 @@ mod tests {
              new one, trusting each server's tools as they are when it next lists them"
         );
         assert_eq!(pins.load("s#00"), Err(StoreError::new(&corrupt)));
-        assert_eq!(pins.save("s#00", "{}"), Err(StoreError::new(&corrupt)));
+        assert_eq!(
+            pins.save("s#00", "{}", None),
+            Err(StoreError::new(&corrupt))
+        );
         assert_eq!(pins.check(), Err(corrupt));
         assert_eq!(fs::read_to_string(&path).expect("text"), "{not json");
 
@@ -144,7 +297,7 @@ mod tests {
              {shown}` or remove it"
         );
         assert_eq!(pins.load("s#00"), Err(StoreError::new(&wide)));
-        assert_eq!(pins.save("s#00", "{}"), Err(StoreError::new(&wide)));
+        assert_eq!(pins.save("s#00", "{}", None), Err(StoreError::new(&wide)));
         assert_eq!(mode(&path), 0o644, "left as it was");
         assert_eq!(
             fs::read_to_string(&path).expect("text"),

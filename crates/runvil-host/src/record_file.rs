@@ -5,9 +5,10 @@
 //!
 //! The file is created `0600` in a `0700` folder (when runvil makes the folder) and replaced
 //! atomically: the new text goes to `<name>.new` beside it, is synced, then renamed over the
-//! old one, so a reader sees the old file or the new one, never half of one. (Two runvil
-//! processes changing one file at the same instant are not serialized: the later rename wins,
-//! and the earlier change is lost; there is no lock across processes.) It is
+//! old one, so a reader sees the old file or the new one, never half of one. A change made with
+//! [`RecordFile::change_locked`] (the pins file's) is serialized across processes by a lock
+//! file beside it; one made with [`RecordFile::change`] only within the process (two runvil
+//! processes changing the credentials file at the same instant: the later rename wins). It is
 //! refused, as ssh refuses a key, when its permissions let anyone else read or change it, and
 //! refused when it is not a file (a FIFO would block the read forever) or not a JSON object
 //! of strings. A refused file is never replaced: every save reads it first, so a save fails
@@ -19,6 +20,8 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+use crate::record_lock;
 
 /// The file's permissions: the user reads and writes, nobody else.
 pub(crate) const FILE_MODE: u32 = 0o600;
@@ -115,17 +118,34 @@ impl RecordFile {
         self.write(&records)
     }
 
-    /// Where the new file is written before it takes the old one's place: beside it, so the
-    /// rename stays on one file system (`credentials.json.new`).
-    pub(crate) fn temporary(&self) -> PathBuf {
-        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
-        name.push(".new");
-        self.path.with_file_name(name)
+    /// Changes the records as [`RecordFile::change`] does, under a lock other processes take
+    /// too, so that what `edit` decides from the records it reads is what is written: `edit`
+    /// answers what to say and whether to write. The lock is [`record_lock`]'s (an exclusive
+    /// lock on `<name>.lock` beside the file, created `0600`, the same one the credentials
+    /// file's hold takes), held from the read to the rename; a folder where it cannot be
+    /// created is an error naming the file.
+    pub(crate) fn change_locked<T>(
+        &self,
+        edit: impl FnOnce(&mut BTreeMap<String, String>) -> (T, bool),
+    ) -> Result<T, String> {
+        let _held = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.folder()?;
+        // Released when dropped, whatever happens in between.
+        let _locked = record_lock::lock(&self.path, record_lock::LOCK_WAIT)
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+        let mut records = self.read()?;
+        let (answer, write) = edit(&mut records);
+        if write {
+            self.write(&records)?;
+        }
+        Ok(answer)
     }
 
-    /// Replaces the file with `records`, atomically.
-    fn write(&self, records: &BTreeMap<String, String>) -> Result<(), String> {
-        let shown = self.path.display();
+    /// The file's folder, made (`0700`) when it is missing.
+    fn folder(&self) -> Result<&Path, String> {
         let dir = match self.path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
@@ -134,7 +154,27 @@ impl RecordFile {
             .recursive(true)
             .mode(DIR_MODE)
             .create(dir)
-            .map_err(|e| format!("cannot create the folder of {shown}: {e}"))?;
+            .map_err(|e| format!("cannot create the folder of {}: {e}", self.path.display()))?;
+        Ok(dir)
+    }
+
+    /// A file beside this one, its name with `suffix` added (`pins.json.lock`).
+    fn beside(&self, suffix: &str) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(suffix);
+        self.path.with_file_name(name)
+    }
+
+    /// Where the new file is written before it takes the old one's place: beside it, so the
+    /// rename stays on one file system (`credentials.json.new`).
+    pub(crate) fn temporary(&self) -> PathBuf {
+        self.beside(".new")
+    }
+
+    /// Replaces the file with `records`, atomically.
+    fn write(&self, records: &BTreeMap<String, String>) -> Result<(), String> {
+        let shown = self.path.display();
+        let dir = self.folder()?;
         let temporary = self.temporary();
         let text = serde_json::to_string_pretty(records).map_err(|e| e.to_string())?;
         // A file left behind by a write that was stopped between its write and its rename.

@@ -44,7 +44,7 @@ pub(crate) fn lock(path: &Path, wait: Duration) -> Result<File, String> {
         .truncate(false)
         .mode(FILE_MODE)
         .open(&at)
-        .map_err(|e| format!("cannot open {shown}: {e}"))?;
+        .map_err(|e| format!("cannot lock {shown}: {e}"))?;
     match file.try_lock() {
         Ok(()) => return Ok(file),
         Err(TryLockError::WouldBlock) => {}

@@ -12,6 +12,7 @@
 //! an answer, not "still connecting". A call's progress reaches the client when its request
 //! asked for it (a `progressToken`).
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +24,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use runvil_plugin::{BackendStatus, Pack, Progress, ProgressSink};
+use runvil_plugin::{BackendStatus, Pack, Progress, ProgressSink, StatusReceiver};
 use serde_json::Value;
 
 use crate::cli::Source;
@@ -172,6 +173,26 @@ impl ServerHandler for Gateway {
     }
 }
 
+/// Says on stderr (which clients keep in their logs) how many tools each server holds until
+/// the user approves them, each time that number changes to one that is not 0. Never ends.
+async fn say_held(mut status: StatusReceiver) {
+    let mut said: HashMap<String, usize> = HashMap::new();
+    loop {
+        let now: Vec<(String, usize)> = (status.borrow_and_update().iter())
+            .map(|server| (server.name.clone(), server.held))
+            .collect();
+        for (namespace, held) in now {
+            if said.insert(namespace.clone(), held).unwrap_or(0) != held && held > 0 {
+                eprintln!("runvil: {}", host::held_line(&namespace, held));
+            }
+        }
+        if status.changed().await.is_err() {
+            // The Pack is gone: nothing changes any more.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// Serves until the client closes stdin (exit 0) or a signal (128 + the signal); either way
 /// the Pack is shut down first, so every session it opened is ended.
 pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
@@ -215,6 +236,7 @@ pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
     let code = tokio::select! {
         code = serving => code,
         stop = signals::stopped() => stop.exit_code(),
+        () = say_held(pack.status()) => unreachable!("say_held never ends"),
     };
     pack.shutdown().await;
     code

@@ -1,17 +1,23 @@
 //! `runvil trust NS [TOOL]`: the user's part of the Pack's pins, which the Pack leaves to its
 //! Host: reviewing the tools of a server it holds (changed since they were approved, new, or
-//! not trusted because the record cannot be read), field by field, and approving them.
+//! not trusted because the record cannot be read or kept), field by field, and approving them.
 //!
 //! It builds the Pack over that one server, with the pins file (`pins`) and the credentials
 //! file lent, waits for the server to be ready as `tools NS` does (so its listing has been
 //! judged), and asks the Pack what it holds. The review goes to stdout: it is what the command
 //! was asked for, as `check`'s verdicts are. The question, and what became of the approval,
-//! go to stderr, as every other word of runvil's does. A tool is approved only after a `y` on
-//! a terminal (stdin and stderr both one), or with `--yes`; without either nothing is approved
-//! and it exits 2, so a script cannot approve by accident. The Pack approves only a tool whose
-//! definition is still the one shown: one that changed again meanwhile is said to have, with
-//! exit code 1. A pins file that cannot be used is refused before any server is contacted
-//! (exit 1): no approval could be kept, and the file is never replaced.
+//! go to stderr, as every other word of runvil's does.
+//!
+//! An approval is bound to what the user read. On a terminal (stdin and stderr both one) the
+//! review is followed by a question, and a `y` approves what it showed. Without one, the
+//! review is recorded in the pins file (each tool's pin, which the review prints) and nothing
+//! is approved (exit 2); a later `--yes` approves only the tools still as that review showed
+//! them, and `--yes PIN...` the tools of those pins. The Pack approves a tool only if it is
+//! still what was shown, compared with the same approved definition: one that changed again
+//! meanwhile is said to have, with exit code 1, and its new review is recorded. A pins file
+//! that cannot be used is refused before any server is contacted (exit 1): no approval could
+//! be kept, and the file is never replaced; one whose approvals cannot be kept (a folder that
+//! cannot be written) is said so, with exit code 1.
 
 mod review;
 
@@ -20,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use runvil_plugin::{BackendState, HeldTool, Pack, PinStore};
+use runvil_plugin::{BackendState, HeldTool, Pack, PinStore, StoreError};
 
 use crate::cli::{DEFAULT_WAIT_SECS, Source};
 use crate::host::{self, EXIT_INVALID, EXIT_OK, EXIT_OTHER, EXIT_TRANSPORT, Lent};
@@ -38,18 +44,35 @@ pub(crate) struct Asked<'a> {
     pub(crate) namespace: &'a str,
     /// One tool to approve, else every held one.
     pub(crate) tool: Option<&'a str>,
-    /// Approve without asking.
-    pub(crate) yes: bool,
+    /// `--yes`: approve without asking what the last review showed (no pins), or the tools of
+    /// these pins.
+    pub(crate) yes: Option<&'a [String]>,
     /// `--wait`: wait through retries until the server is ready, up to this long.
     pub(crate) wait: Option<u64>,
 }
 
 /// `runvil trust NS [TOOL]`.
 pub(crate) async fn trust(asked: Asked<'_>, source: &Source) -> u8 {
+    if let Some(typed) = asked
+        .yes
+        .unwrap_or_default()
+        .iter()
+        .find(|p| !review::is_pin(p))
+    {
+        eprintln!(
+            "runvil: --yes takes pins as a review shows them ({} or more hexadecimal \
+             characters), not \"{}\"; a tool's name goes before --yes",
+            review::SHOWN_PIN_CHARS,
+            shown(typed)
+        );
+        return EXIT_INVALID;
+    }
     let Some(pins) = PinFile::default_place() else {
         eprintln!("runvil: {NO_PLACE}");
         return EXIT_OTHER;
     };
+    // Its failures are said here, in this command's words.
+    let pins = pins.quiet();
     let config = match discovery::load(source) {
         Ok(config) => config,
         Err(e) => {
@@ -161,43 +184,97 @@ async fn review_and_approve(pack: &Arc<dyn Pack>, asked: &Asked<'_>) -> u8 {
         },
     };
     host::say(&review::review(namespace, &chosen));
-    if !asked.yes {
-        let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-        if !terminal {
-            eprintln!(
-                "runvil: nothing was approved: there is no terminal to ask on; once you have \
-                 read the above, run `runvil trust {name}{} --yes`",
-                asked
-                    .tool
-                    .map(|tool| format!(" {}", shown(tool)))
-                    .unwrap_or_default()
-            );
-            return EXIT_INVALID;
+    let again = format!(
+        "runvil trust {name}{} --yes",
+        asked
+            .tool
+            .map(|tool| format!(" {}", shown(tool)))
+            .unwrap_or_default()
+    );
+    // What to approve, and what is said of the tools shown that are not.
+    let (approving, mut refused) = match asked.yes {
+        None => {
+            let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            if !terminal {
+                if let Err(e) = pack.reviewed(namespace, &chosen).await {
+                    eprintln!("runvil: {}", review_not_kept(&name, &e));
+                    return EXIT_OTHER;
+                }
+                eprintln!(
+                    "runvil: nothing was approved: there is no terminal to ask on; once you \
+                     have read the above, run `{again}`"
+                );
+                return EXIT_INVALID;
+            }
+            if !ask(&review::question(namespace, &chosen)).await {
+                eprintln!("runvil: nothing was approved");
+                return EXIT_OTHER;
+            }
+            (chosen.clone(), Vec::new())
         }
-        if !ask(&review::question(namespace, &chosen)).await {
-            eprintln!("runvil: nothing was approved");
-            return EXIT_OTHER;
+        Some([]) => {
+            let (reviewed, not): (Vec<HeldTool>, Vec<HeldTool>) =
+                chosen.iter().cloned().partition(|tool| tool.reviewed);
+            let names: Vec<&str> = not.iter().map(|tool| tool.name.as_str()).collect();
+            let refused = (!names.is_empty())
+                .then(|| review::not_reviewed(namespace, &names, &again))
+                .into_iter()
+                .collect();
+            (reviewed, refused)
         }
-    }
-    let approved = match pack.approve(namespace, &chosen).await {
-        Ok(approved) => approved,
-        Err(e) => {
-            eprintln!(
-                "runvil: the approval of {name}'s tools could not be kept: {}",
-                shown(&e.reason)
-            );
-            return EXIT_OTHER;
+        Some(typed) => {
+            let approving: Vec<HeldTool> = (chosen.iter())
+                .filter(|tool| typed.iter().any(|pin| review::has_pin(tool, pin)))
+                .cloned()
+                .collect();
+            let refused = (typed.iter())
+                .filter(|pin| !chosen.iter().any(|tool| review::has_pin(tool, pin)))
+                .map(|pin| review::no_tool_with_pin(namespace, pin, &again))
+                .collect();
+            (approving, refused)
         }
     };
-    let (done, not_done) = review::outcome(namespace, &chosen, &approved);
-    for said in done.iter().chain(&not_done) {
+    let approved = match approving.as_slice() {
+        [] => Vec::new(),
+        approving => match pack.approve(namespace, approving).await {
+            Ok(approved) => approved,
+            Err(e) => {
+                eprintln!(
+                    "runvil: the approval of {name}'s tools could not be kept: {}",
+                    shown(&e.reason)
+                );
+                return EXIT_OTHER;
+            }
+        },
+    };
+    let (done, not_done) = review::outcome(namespace, &approving, &approved);
+    refused.extend(not_done);
+    if asked.yes.is_some() && !refused.is_empty() {
+        // What was shown and not approved is what a later `--yes` may approve, once read.
+        let shown_now: Vec<HeldTool> = (chosen.into_iter())
+            .filter(|tool| !approved.contains(&tool.name))
+            .collect();
+        if let Err(e) = pack.reviewed(namespace, &shown_now).await {
+            refused.push(review_not_kept(&name, &e));
+        }
+    }
+    for said in done.iter().chain(&refused) {
         eprintln!("runvil: {said}");
     }
-    if not_done.is_some() {
-        EXIT_OTHER
-    } else {
+    if refused.is_empty() {
         EXIT_OK
+    } else {
+        EXIT_OTHER
     }
+}
+
+/// What is said when the review of `name`'s tools could not be recorded: no approval of
+/// them could be kept either.
+fn review_not_kept(name: &str, e: &StoreError) -> String {
+    format!(
+        "the approvals of {name}'s tools cannot be kept (the review could not be recorded): {}",
+        shown(&e.reason)
+    )
 }
 
 /// Whether the question is on the terminal, waiting for its answer.

@@ -17,10 +17,11 @@
 //!   [`AUTHORIZATION_HINT`], [`CredentialStore`], [`CredentialHold`], [`CREDENTIAL_STORE`]: the
 //!   user's part of an OAuth authorization and the storage of its outcome, which a Host lends
 //!   to Packs that need them.
-//! - [`PinStore`], [`PIN_STORE`], [`TRUST_HINT`], [`HeldTool`], [`Held`], [`FieldChange`],
-//!   [`StoreError`]: the user's trust in the tools of a Pack's backends, kept between runs,
+//! - [`PinStore`], [`Stored`], [`Version`], [`Saved`], [`PIN_STORE`], [`TRUST_HINT`],
+//!   [`HeldTool`], [`Held`], [`FieldChange`], [`Excerpt`], [`StoreError`]: the user's trust in
+//!   the tools of a Pack's backends, kept between runs (records saved by compare-and-set),
 //!   and the tools a Pack holds until the user approves them ([`Pack::held`],
-//!   [`Pack::approve`]).
+//!   [`Pack::reviewed`], [`Pack::approve`]).
 //!
 //! The contract is deliberately free of async-trait machinery: futures are boxed
 //! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio`.
@@ -46,7 +47,9 @@ pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};
 pub use status::{BackendState, BackendStatus, Progress, ProgressSink, StatusReceiver};
 pub use store::StoreError;
-pub use trust::{FieldChange, Held, HeldTool, PIN_STORE, PinStore, TRUST_HINT};
+pub use trust::{
+    Excerpt, FieldChange, Held, HeldTool, PIN_STORE, PinStore, Saved, Stored, TRUST_HINT, Version,
+};
 
 /// A Plugin: inserts its Packs into the Host's registry, given the Host's whole configuration.
 ///

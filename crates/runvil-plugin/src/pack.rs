@@ -64,9 +64,29 @@ pub trait Pack: Send + Sync {
         Box::pin(async { Vec::new() })
     }
 
+    /// Records that the user was shown `tools` of `backend` (from [`Pack::held`]) as they are,
+    /// so that a later [`Pack::held`], in this process or another, says which tools are still
+    /// what the user read ([`HeldTool::reviewed`]): a Host that approves later than it shows
+    /// (`runvil trust NS`, then `runvil trust NS --yes`) approves only those. Answers why the
+    /// record could not be kept.
+    fn reviewed(&self, backend: &str, tools: &[HeldTool]) -> BoxFuture<'_, Result<(), StoreError>> {
+        let _ = (backend, tools);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Tells the Pack that its record of `backend` in the Host's
+    /// [`PinStore`](crate::PinStore) changed elsewhere (a Host whose store hears of changes,
+    /// such as a database's notifications): the Pack reads it again at the backend's next use,
+    /// so an approval or a rejection counts at once. Without it a Pack reads the record again
+    /// at a use, but at most as often as its own bound allows.
+    fn record_changed(&self, backend: &str) {
+        let _ = backend;
+    }
+
     /// Approves `tools` of `backend` as the user saw them (from [`Pack::held`]): from then on
     /// each is callable, and its definition is what later ones are compared with. A tool whose
-    /// definition changed again since it was shown is not approved. Answers the names
+    /// definition changed again since it was shown, or whose approved definition it was
+    /// compared with changed meanwhile (another approval), is not approved. Answers the names
     /// approved, or why the approval could not be kept.
     fn approve(
         &self,

@@ -17,14 +17,18 @@ pub struct BackendStatus {
     pub name: String,
     /// Its state.
     pub state: BackendState,
+    /// How many of its tools the Pack holds until the user approves them (see
+    /// [`PinStore`](crate::PinStore)): listed, but not among a ready backend's tools.
+    pub held: usize,
 }
 
 impl BackendStatus {
-    /// A backend named `name` in `state`.
+    /// A backend named `name` in `state`, holding no tool.
     pub fn new(name: impl Into<String>, state: BackendState) -> Self {
         Self {
             name: name.into(),
             state,
+            held: 0,
         }
     }
 }

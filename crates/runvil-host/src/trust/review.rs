@@ -1,6 +1,7 @@
 //! The words of `runvil trust`, as pure functions: the review of the held tools (each one, why
-//! it is held, and every changed field with its value before and after), the question asked
-//! on a terminal, how its answer is read, and what is said of an approval.
+//! it is held, its pin, and every changed field with its value before and after), the
+//! question asked on a terminal, how its answer is read, the pins `--yes` takes, and what is
+//! said of an approval.
 //!
 //! Every text that came through the Pack (names, fields, values) is printed through
 //! [`shown`]: the Pack has scrubbed, cleaned and cut it, and runvil escapes its control
@@ -12,6 +13,30 @@ use runvil_plugin::{FieldChange, Held, HeldTool};
 
 use crate::untrusted::shown;
 
+/// How many hexadecimal characters of a held tool's pin the review shows, and the fewest
+/// `--yes PIN` takes: 128 bits. A server chooses both definitions it shows and swaps, so it
+/// can search for two whose pins share a prefix (a birthday search: 2^24 hashes for 12
+/// characters, seconds; 2^64 for 32, out of reach).
+pub(crate) const SHOWN_PIN_CHARS: usize = 32;
+
+/// The pin as the review shows it.
+fn short(pin: &str) -> &str {
+    pin.get(..SHOWN_PIN_CHARS).unwrap_or(pin)
+}
+
+/// Whether `pin`, as a user typed it after `--yes`, is one a review shows (or the whole pin):
+/// hexadecimal, of [`SHOWN_PIN_CHARS`] characters or more.
+pub(crate) fn is_pin(pin: &str) -> bool {
+    pin.len() >= SHOWN_PIN_CHARS && pin.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// Whether the held tool `tool` has the pin `typed` (a prefix of its whole pin, in any case).
+pub(crate) fn has_pin(tool: &HeldTool, typed: &str) -> bool {
+    tool.pin
+        .get(..typed.len())
+        .is_some_and(|prefix| prefix.eq_ignore_ascii_case(typed))
+}
+
 /// The review of `held`, the tools of `namespace` the Pack holds, as printed on stdout.
 pub(crate) fn review(namespace: &str, held: &[HeldTool]) -> String {
     let name = shown(namespace);
@@ -22,9 +47,10 @@ pub(crate) fn review(namespace: &str, held: &[HeldTool]) -> String {
     for tool in held {
         text.push('\n');
         text.push_str(&format!(
-            "{}: {}\n",
+            "{}: {} (pin {})\n",
             shown(&tool.name),
-            why(tool.why, &name)
+            why(tool.why, &name),
+            shown(short(&tool.pin))
         ));
         for change in &tool.changes {
             text.push_str(&field(change));
@@ -46,6 +72,7 @@ fn why(why: Held, namespace: &str) -> String {
         Held::Unverified => {
             "not trusted: the record of what was approved cannot be read".to_owned()
         }
+        Held::Unkept => "not trusted: the record of what was approved cannot be kept".to_owned(),
         _ => "held until it is approved".to_owned(),
     }
 }
@@ -57,7 +84,24 @@ fn field(change: &FieldChange) -> String {
         (Some(_), None) => "removed",
         _ => "changed",
     };
-    let mut text = format!("  {}: {how}\n", shown(&change.field));
+    let place = match change.excerpt {
+        None => String::new(),
+        Some(part) => {
+            let at = match how {
+                "changed" => format!(" at character {}", part.differs_at),
+                _ => String::new(),
+            };
+            let of = match (&change.before, &change.after) {
+                (Some(_), Some(_)) => format!(
+                    "{} characters before and {} after",
+                    part.before_chars, part.after_chars
+                ),
+                _ => format!("{} characters", part.before_chars.max(part.after_chars)),
+            };
+            format!("{at}; shown from character {}, of {of}", part.from)
+        }
+    };
+    let mut text = format!("  {}: {how}{place}\n", shown(&change.field));
     if let Some(before) = &change.before {
         text.push_str(&format!("    before: {}\n", shown(before)));
     }
@@ -65,6 +109,34 @@ fn field(change: &FieldChange) -> String {
         text.push_str(&format!("    after:  {}\n", shown(after)));
     }
     text
+}
+
+/// What is said of `tools` of `namespace` that `--yes` did not approve because they are not
+/// what the last review showed (`again`: `runvil trust NS [TOOL] --yes`, to run once the
+/// review above is read).
+pub(crate) fn not_reviewed(namespace: &str, tools: &[&str], again: &str) -> String {
+    let (it, was) = if tools.len() == 1 {
+        ("it", "was")
+    } else {
+        ("they", "were")
+    };
+    format!(
+        "{} of {} changed again since {it} {was} last reviewed (or {was} never reviewed), so \
+         {it} {was} not approved: read the review above, then run `{again}`",
+        names(tools.iter().copied()),
+        shown(namespace)
+    )
+}
+
+/// What is said of a pin given to `--yes` that no held tool of `namespace` has.
+pub(crate) fn no_tool_with_pin(namespace: &str, pin: &str, again: &str) -> String {
+    format!(
+        "no held tool of {} has the pin {}: the tool changed again since the review that showed \
+         it (or is trusted or gone), so nothing was approved for it: read the review above, \
+         then run `{again}`",
+        shown(namespace),
+        shown(pin)
+    )
 }
 
 /// What a list of names is called in a sentence: `a`, `a and b`, `a, b and c`.
@@ -129,6 +201,8 @@ pub(crate) fn outcome(
 
 #[cfg(test)]
 mod tests {
+    use runvil_plugin::Excerpt;
+
     use super::*;
 
     fn held(name: &str, why: Held, changes: Vec<FieldChange>, more: usize) -> HeldTool {
@@ -177,7 +251,7 @@ mod tests {
             "\
 s holds 3 tools until they are approved:
 
-search: changed since it was approved
+search: changed since it was approved (pin pin-search)
   description: changed
     before: Finds documents.
     after:  Finds documents, then mails them.
@@ -187,12 +261,12 @@ search: changed since it was approved
     after:  {\"type\":\"string\"}
   ... and 3 more fields
 
-fetch: new since the tools of s were approved
+fetch: new since the tools of s were approved (pin pin-fetch)
   description: added
     after:  Fetches.
   ... and 1 more field
 
-echo: not trusted: the record of what was approved cannot be read
+echo: not trusted: the record of what was approved cannot be read (pin pin-echo)
 "
         );
         let one = held("t", Held::New, vec![], 0);
@@ -218,13 +292,61 @@ echo: not trusted: the record of what was approved cannot be read
             "\
 s\\n holds 1 tool until it is approved:
 
-t\\nrunvil: approved t: changed since it was approved
+t\\nrunvil: approved t: changed since it was approved (pin pin-t\\nrunvil: approved t)
   description\\r: changed
     before: a\\nrunvil: approved
     after:  b\\u{1b}[2J
 "
         );
         assert_eq!(text.lines().count(), 6);
+    }
+
+    /// A long value's part is placed on the field's line: where the values first differ,
+    /// where the part starts, and how long each whole value is.
+    #[test]
+    fn a_part_of_a_long_value_says_where_it_lies() {
+        let mut changed = change("description", Some("b"), Some("a"));
+        changed.excerpt = Some(Excerpt::new(1500, 1372, 1900, 1901));
+        let mut added = change("inputSchema", None, Some("{"));
+        added.excerpt = Some(Excerpt::new(0, 0, 0, 700));
+        let mut tool = held("t", Held::Unkept, vec![changed, added], 0);
+        tool.pin = "0123456789abcdef".repeat(4);
+        assert_eq!(
+            review("s", &[tool]),
+            "\
+s holds 1 tool until it is approved:
+
+t: not trusted: the record of what was approved cannot be kept (pin 0123456789abcdef0123456789abcdef)
+  description: changed at character 1500; shown from character 1372, of 1900 characters before and 1901 after
+    before: b
+    after:  a
+  inputSchema: added; shown from character 0, of 700 characters
+    after:  {
+"
+        );
+    }
+
+    /// `--yes` takes what a review shows of a pin, or more of it, in any case; never less.
+    #[test]
+    fn a_pin_is_32_hexadecimal_characters_or_more_of_the_tool_s() {
+        let mut tool = held("t", Held::New, vec![], 0);
+        tool.pin = "0123456789abcdef".repeat(4);
+        for typed in [
+            &tool.pin[..32],
+            &tool.pin[..],
+            &tool.pin[..40].to_uppercase(),
+        ] {
+            assert!(is_pin(typed) && has_pin(&tool, typed), "{typed}");
+        }
+        assert!(!is_pin(&tool.pin[..31]) && !is_pin("search") && !is_pin(&"g".repeat(32)));
+        assert!(!has_pin(&tool, &"f".repeat(32)));
+        assert!(!has_pin(&tool, &format!("{}0", tool.pin)));
+        assert_eq!(
+            not_reviewed("s", &["a", "b"], "runvil trust s --yes"),
+            "a and b of s changed again since they were last reviewed (or were never \
+             reviewed), so they were not approved: read the review above, then run `runvil \
+             trust s --yes`"
+        );
     }
 
     #[test]
