@@ -236,8 +236,10 @@ impl Authorization {
         method: &str,
         url: &Url,
     ) -> (Option<Presented>, Generation) {
+        // Loading and refreshing are boxed: rare, and large futures, which every request's
+        // future would otherwise carry inline.
         if !self.loaded.load(Ordering::Acquire) {
-            self.load().await;
+            Box::pin(self.load()).await;
         }
         let (refresh_at, generation) = {
             let current = self.current();
@@ -248,7 +250,7 @@ impl Authorization {
             if self.current().generation == generation {
                 // A failed refresh leaves the token as it is: the server's 401 then starts
                 // a new authorization.
-                let _ = self.refresh(http, &mut flow).await;
+                let _ = Box::pin(self.refresh(http, &mut flow)).await;
             }
         }
         let current = self.current();
@@ -289,7 +291,8 @@ impl Authorization {
                 return;
             };
             let bound = flow.configured_issuer.as_ref();
-            if configured.id != restored.client.id || bound.is_some_and(|b| *b != restored.issuer) {
+            let same = configured.id.expose() == restored.client.id.expose();
+            if !same || bound.is_some_and(|b| *b != restored.issuer) {
                 return;
             }
             restored.client.secret.clone_from(&configured.secret);
@@ -348,7 +351,8 @@ impl Authorization {
         };
         let server = canonical(self.server.expose());
         let dpop = flow.dpop.as_ref().map(|key| key.stored());
-        let configured = self.configured.as_ref().is_some_and(|c| c.id == client.id)
+        let configured = (self.configured.as_ref())
+            .is_some_and(|c| c.id.expose() == client.id.expose())
             && flow.configured_issuer.as_ref() == Some(issuer);
         let record = stored::record(&stored::Kept {
             server: &server,

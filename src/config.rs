@@ -5,6 +5,8 @@
 //! and `${userHome}`; everything expanded is a [`Secret`] from here on. Parsing does no I/O:
 //! the environment is read, but no file, socket or process is touched.
 
+use std::fmt;
+
 use base64::Engine as _;
 use base64::prelude::BASE64_STANDARD;
 use percent_encoding::percent_decode_str;
@@ -14,8 +16,8 @@ use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
 use crate::policy::{
-    ALLOWED_SCHEMES, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS,
-    Refusal, UNAVAILABLE_CONFIG,
+    ALLOWED_SCHEMES, MIN_KEY_SHAPED_CHARS, MIN_SCRUBBED_SECRET_CHARS, RESERVED_HEADER_PREFIXES,
+    RESERVED_HEADERS, Refusal, UNAVAILABLE_CONFIG,
 };
 use crate::secret::{Secret, SecretUrl};
 
@@ -39,13 +41,13 @@ impl Environment for ProcessEnvironment {
     }
 }
 
-/// A remote server the client will connect to.
-#[derive(Debug)]
+/// A remote server the client will connect to. What it holds stays for the Pack's life, so
+/// every value in it is a secret, wiped when dropped; its `Debug` names keys only.
 pub(crate) struct ServerSpec {
     /// The endpoint, expanded, parsed (here, once) and checked to be an http or https URL.
     pub(crate) url: SecretUrl,
-    /// Configured headers, checked to be sendable and not reserved; values marked sensitive.
-    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
+    /// Configured headers, checked to be sendable and not reserved.
+    pub(crate) headers: Vec<Header>,
     /// Every value to scrub from output: the URL and the forms it takes on the wire, header
     /// values, expanded variables.
     pub(crate) secrets: Vec<Secret>,
@@ -57,11 +59,46 @@ pub(crate) struct ServerSpec {
     pub(crate) oauth: Option<Preregistered>,
 }
 
+impl fmt::Debug for ServerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<&str> = self.headers.iter().map(|h| h.name.as_str()).collect();
+        f.debug_struct("ServerSpec")
+            .field("headers", &headers)
+            .field("oauth", &self.oauth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A configured header: its name, and its value, a secret checked to be one HTTP can carry.
+#[derive(Clone)]
+pub(crate) struct Header {
+    pub(crate) name: HeaderName,
+    value: Secret,
+}
+
+impl Header {
+    /// `value` under `name`, if HTTP can carry it.
+    fn new(name: HeaderName, value: Secret) -> Option<Self> {
+        HeaderValue::from_str(value.expose()).ok()?;
+        Some(Self { name, value })
+    }
+
+    /// The value to send, marked sensitive (out of the `Debug` of reqwest's requests): a copy
+    /// made for one request, which the HTTP stack keeps as it keeps its own and nobody wipes.
+    pub(crate) fn value(&self) -> HeaderValue {
+        let mut value = HeaderValue::from_str(self.value.expose())
+            .expect("checked to be a header value when it was made");
+        value.set_sensitive(true);
+        value
+    }
+}
+
 /// An OAuth client the user registered with the server's authorization server and
-/// configured in the entry.
-#[derive(Debug, Clone)]
+/// configured in the entry. Its `Debug` shows its grant only.
+#[derive(Clone)]
 pub(crate) struct Preregistered {
-    pub(crate) id: String,
+    /// `clientId`: no credential by itself, but the user's, and scrubbed as a secret.
+    pub(crate) id: Secret,
     pub(crate) secret: Option<Secret>,
     /// A PKCS#8 PEM P-256 key, for `private_key_jwt` (RFC 7523).
     pub(crate) private_key: Option<Secret>,
@@ -73,19 +110,36 @@ pub(crate) struct Preregistered {
     pub(crate) issuer: Option<String>,
 }
 
+impl fmt::Debug for Preregistered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Preregistered")
+            .field("machine", &self.machine)
+            .finish_non_exhaustive()
+    }
+}
+
 /// One entry of the configuration, parsed.
-#[derive(Debug)]
 pub(crate) enum Entry {
     Remote(ServerSpec),
     Refused(Refusal),
+}
+
+impl fmt::Debug for Entry {
+    // By hand, as the types it holds: a refusal names keys only, a spec shows keys only.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Remote(spec) => f.debug_tuple("Remote").field(spec).finish(),
+            Self::Refused(refusal) => f.debug_tuple("Refused").field(refusal).finish(),
+        }
+    }
 }
 
 /// The configuration is neither an object nor null.
 #[derive(Debug)]
 pub(crate) struct NotAnObject;
 
-impl std::fmt::Display for NotAnObject {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for NotAnObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(UNAVAILABLE_CONFIG)
     }
 }
@@ -139,6 +193,7 @@ fn parse_entry(entry: &Value, env: &dyn Environment) -> Result<ServerSpec, Refus
     let url_values = secrets.clone();
     let sent = sent_forms(&parsed, url.expose(), &secrets);
     secrets.extend(sent);
+    secrets.extend(written_credentials(&parsed).into_iter().map(Secret::new));
     secrets.push(url);
 
     let headers = match entry.get("headers") {
@@ -206,7 +261,7 @@ fn parse_oauth(
     // server quoting it beside the secret must not show which client it is.
     secrets.extend(secret.iter().chain(&private_key).chain([&id]).cloned());
     Ok(Some(Preregistered {
-        id: id.expose().to_owned(),
+        id,
         secret,
         private_key,
         machine,
@@ -240,6 +295,43 @@ fn sent_forms(url: &Url, configured: &str, expanded: &[Secret]) -> Vec<Secret> {
         forms.extend(parts_carrying(url, configured, value));
     }
     forms.into_iter().map(Secret::new).collect()
+}
+
+/// The parts of `url` that may hold a credential written into it, through `${env:...}` or
+/// not: each query value (a bare item, `?<key>`, when it is shaped like a key), and each path
+/// segment and host label shaped like a key ([`is_key_shaped`]), each as sent and decoded.
+/// The user name and password are [`sent_forms`]'.
+fn written_credentials(url: &Url) -> Vec<String> {
+    // Decoded as a form is: `+` is a space.
+    let decode = |sent: &str| {
+        let spaced = Zeroizing::new(sent.replace('+', " "));
+        percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
+    };
+    let mut found = Vec::new();
+    for item in url.query().unwrap_or_default().split('&') {
+        let value = match item.split_once('=') {
+            Some((_, value)) => value,
+            None if is_key_shaped(&decode(item)) => item,
+            None => continue,
+        };
+        found.extend([value.to_owned(), decode(value)]);
+    }
+    let segments = url.path_segments().into_iter().flatten();
+    for part in segments.chain(url.host_str().unwrap_or_default().split('.')) {
+        let decoded = percent_decode_str(part).decode_utf8_lossy();
+        if is_key_shaped(&decoded) {
+            found.extend([part.to_owned(), decoded.into_owned()]);
+        }
+    }
+    found
+}
+
+/// Whether `part` of a URL looks like a key: [`MIN_KEY_SHAPED_CHARS`] characters or more,
+/// letters and digits among them.
+fn is_key_shaped(part: &str) -> bool {
+    part.chars().count() >= MIN_KEY_SHAPED_CHARS
+        && part.contains(|c: char| c.is_ascii_alphabetic())
+        && part.contains(|c: char| c.is_ascii_digit())
 }
 
 /// The user name and password reqwest sends as `Basic` credentials: percent-decoded, `None`
@@ -279,7 +371,7 @@ fn parse_headers(
     headers: &Map<String, Value>,
     env: &dyn Environment,
     secrets: &mut Vec<Secret>,
-) -> Result<Vec<(HeaderName, HeaderValue)>, Refusal> {
+) -> Result<Vec<Header>, Refusal> {
     let mut parsed = Vec::with_capacity(headers.len());
     for (name, value) in headers {
         let shown = name.escape_default().to_string();
@@ -295,12 +387,10 @@ fn parse_headers(
                 name: shown.clone(),
             })?;
         let expanded = expand_string(value, &format!("headers.{shown}"), env, secrets)?;
-        let mut value = HeaderValue::from_str(expanded.expose())
-            .map_err(|_| Refusal::InvalidHeaderValue { name: shown })?;
-        // Keeps the value out of the Debug of reqwest's requests and headers.
-        value.set_sensitive(true);
-        secrets.push(expanded);
-        parsed.push((header, value));
+        secrets.push(expanded.clone());
+        let header =
+            Header::new(header, expanded).ok_or(Refusal::InvalidHeaderValue { name: shown })?;
+        parsed.push(header);
     }
     Ok(parsed)
 }

@@ -107,7 +107,9 @@ impl PackFactory for Factory {
             .services
             .get(TOKIO_RUNTIME)
             .ok_or_else(|| Unavailable::new(policy::UNAVAILABLE_RUNTIME))?;
-        let entries = config::parse(cx.config, &ProcessEnvironment)
+        // The configuration is read once, here; what the Pack keeps of it are secrets, wiped
+        // when dropped, and the contract wipes the configuration itself when `cx` goes.
+        let entries = config::parse(cx.config.value(), &ProcessEnvironment)
             .map_err(|not_an_object| Unavailable::new(not_an_object.to_string()))?;
         let scrubber = Arc::new(Scrubber::new(entries.iter().flat_map(
             |(_, entry)| match entry {

@@ -84,6 +84,21 @@ policy! {
     /// never allowed to keep a task alive for long after the Pack is gone.
     const FAREWELL_TIMEOUT: Duration = Duration::from_secs(5) => secs;
 
+    /// How long the rest of an answered SSE stream is read in the background, so its connection
+    /// carries the next request instead of being closed: a server ends the stream right after
+    /// the answer. One that keeps it open longer has its connection closed, which at 2026-07-28
+    /// cancels nothing, since the request was answered.
+    const STREAM_DRAIN_TIMEOUT: Duration = Duration::from_secs(1) => secs;
+
+    /// The most bytes read from an answered SSE stream after its answer before its connection is
+    /// closed instead: the end of a stream is a few bytes, and nothing after the answer is used.
+    const MAX_STREAM_DRAIN_BYTES: usize = 64 * 1024 => plain;
+
+    /// Answered streams one Pack reads to their end at once; past it an answered stream's
+    /// connection is closed at once, so a server that never ends its streams holds at most this
+    /// many connections and tasks.
+    const MAX_DRAINING_STREAMS: usize = 256 => plain;
+
     /// The largest JSON response body. At least 8 MiB so one `tools/list` page can carry a large
     /// but legitimate catalog; past it the operation fails and nothing more is buffered.
     const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024 => plain;
@@ -300,6 +315,12 @@ policy! {
     /// Configured secrets shorter than this are not scrubbed from free text: replacing every `a` or
     /// `1` in a result would destroy it while hiding nothing worth hiding.
     const MIN_SCRUBBED_SECRET_CHARS: usize = 6 => plain;
+
+    /// A path segment or host label of a configured URL this long, holding letters and digits
+    /// both, is taken for a key written into the URL (`/mcp/s/<key>/mcp`) and scrubbed like a
+    /// configured secret, as every query value and the userinfo are: keys are long and random,
+    /// so the words of an ordinary URL (`v1`, `mcp`, `streamable-http`) stay readable.
+    const MIN_KEY_SHAPED_CHARS: usize = 16 => plain;
 
     /// Secrets the Pack obtained while running (tokens, codes, registered clients) the scrubber
     /// keeps, the newest: a token refreshed every few minutes for weeks stays bounded, and the

@@ -15,22 +15,31 @@
 //! [`TransportError`] until [`TransportError::render`] shows it.
 //!
 //! Requests reuse pooled keep-alive connections, unless a server stalls on them: `route`
-//! learns that per server, and says why.
+//! learns that per server, and says why. A connection returns to the pool only once its
+//! answer's body has ended, so the rest of a stream whose answer was read is read in the
+//! background ([`Transport::finish`]); closing it instead would cost the next request a new
+//! connection (and at 2026-07-28 the request is answered, so closing its stream now cancels
+//! nothing).
 //!
 use std::fmt;
+use std::future::Future;
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{RequestBuilder, Response, StatusCode};
+use tokio::runtime::Handle;
 
 use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
-use crate::config::ServerSpec;
+use crate::config::{Header, ServerSpec};
 use crate::envelope::{Shown, Untrusted, show, show_escaped};
 use crate::http::{self, Capped, DPOP_NONCE, Failure, describe};
 use crate::policy::{
     MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_ERROR_CHARS, MAX_RESPONSE_BYTES,
-    MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS, REDACTION_MARKER,
+    MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS, MAX_STREAM_DRAIN_BYTES,
+    REDACTION_MARKER, STREAM_DRAIN_TIMEOUT,
 };
 use crate::secret::{Scrubber, SecretUrl};
 use crate::sse::{Event, SseError, SseParser};
@@ -79,7 +88,9 @@ pub(crate) struct Transport {
 
 struct Endpoint {
     url: SecretUrl,
-    headers: HeaderMap,
+    /// The configured headers, kept as secrets (wiped when the Pack ends); each request gets
+    /// its own copy of their values.
+    headers: Vec<Header>,
     route: Route,
     /// Its OAuth tokens, when it asks for them and nothing configured authorizes instead.
     auth: Option<Arc<Authorization>>,
@@ -137,8 +148,8 @@ impl Transport {
     /// URL (which reqwest sends as one).
     pub(crate) fn new(clients: Clients, spec: &ServerSpec, auth: Arc<Authorization>) -> Self {
         let url = spec.url.clone();
-        let headers: HeaderMap = spec.headers.iter().cloned().collect();
-        let configured = headers.contains_key(header::AUTHORIZATION)
+        let headers = spec.headers.clone();
+        let configured = headers.iter().any(|h| h.name == header::AUTHORIZATION)
             || !url.expose().username().is_empty()
             || url.expose().password().is_some();
         Self {
@@ -176,7 +187,11 @@ impl Transport {
     /// The headers of every request: the configured ones and the protocol's, without the
     /// token (a request that may be sent again gets it per attempt).
     fn headers(&self, session: &SessionHeaders, accept: HeaderValue) -> HeaderMap {
-        let mut headers = self.endpoint.headers.clone();
+        let configured = &self.endpoint.headers;
+        let mut headers = HeaderMap::with_capacity(configured.len() + 3);
+        for each in configured {
+            headers.append(each.name.clone(), each.value());
+        }
         headers.insert(header::ACCEPT, accept);
         if let Some(id) = &session.session_id {
             let mut id = id.clone();
@@ -294,9 +309,10 @@ impl Transport {
             authorizations += 1;
             let status = response.status().as_u16();
             drop(response);
-            auth.respond(self.clients.pooled(), status, &challenge, generation)
-                .await
-                .map_err(TransportError::Auth)?;
+            // Boxed: an authorization is a large future, which every request's future would
+            // otherwise carry inline, to be moved at each await above it.
+            let responding = auth.respond(self.clients.pooled(), status, &challenge, generation);
+            Box::pin(responding).await.map_err(TransportError::Auth)?;
         }
     }
 
@@ -315,6 +331,34 @@ impl Transport {
             while stream.next().await?.is_some() {}
         }
         Ok(())
+    }
+
+    /// Reads the rest of a stream whose answer was read, so its connection goes back to the
+    /// pool: dropped before its end, the connection would be closed and the next request would
+    /// open a new one. What is already received is read at once; a stream that has not ended
+    /// yet is read on by a task of `runtime` (the caller does not wait), within
+    /// [`STREAM_DRAIN_TIMEOUT`] and [`MAX_STREAM_DRAIN_BYTES`], while fewer than
+    /// [`crate::policy::MAX_DRAINING_STREAMS`] are; past any bound the connection is closed.
+    /// Nothing after the answer is used.
+    pub(crate) fn finish(&self, stream: EventStream, runtime: &Handle) {
+        let mut response = stream.response;
+        let mut budget = MAX_STREAM_DRAIN_BYTES;
+        if read_received(&mut response, &mut budget) != Drained::Pending {
+            return;
+        }
+        let Some(permit) = self.clients.draining() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let rest = async {
+                while let Ok(Some(chunk)) = response.chunk().await {
+                    budget = budget.checked_sub(chunk.len())?;
+                }
+                Some(())
+            };
+            let _ = tokio::time::timeout(STREAM_DRAIN_TIMEOUT, rest).await;
+            drop(permit);
+        });
     }
 
     /// Resumes a stream with GET and `Last-Event-ID`.
@@ -489,6 +533,32 @@ async fn read_capped(response: Response) -> Result<Vec<u8>, TransportError> {
             },
             Capped::Broke(failure) => TransportError::Body(failure),
         })
+}
+
+/// How far [`read_received`] got.
+#[derive(PartialEq, Eq)]
+enum Drained {
+    /// The body ended, broke, or passed its budget: nothing more is read.
+    Done,
+    /// More is to come.
+    Pending,
+}
+
+/// Reads what of `response`'s body has arrived, without waiting (a poll with a waker that
+/// wakes nothing: the body is polled again, with a real one, if more is to come), each chunk
+/// counted against `budget`.
+fn read_received(response: &mut Response, budget: &mut usize) -> Drained {
+    let mut context = Context::from_waker(Waker::noop());
+    loop {
+        match pin!(response.chunk()).poll(&mut context) {
+            Poll::Pending => return Drained::Pending,
+            Poll::Ready(Ok(Some(chunk))) => match budget.checked_sub(chunk.len()) {
+                Some(left) => *budget = left,
+                None => return Drained::Done,
+            },
+            Poll::Ready(Ok(None) | Err(_)) => return Drained::Done,
+        }
+    }
 }
 
 fn body_error(e: reqwest::Error) -> TransportError {

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::canaries::{
-    BASIC, CANARY, HEADER, PATH_SENT, QUERY_SENT, assert_clean, url_with_canaries,
+    BASIC, CANARY, HEADER, PASS_DECODED, PATH_SENT, QUERY_SENT, USER, assert_clean, literal_target,
+    url_with_canaries, url_with_literal_canaries,
 };
 use support::hostile::{self, Hostile, Script};
 
@@ -314,6 +315,16 @@ impl runvil_plugin::PinStore for KeptPins {
     }
 }
 
+/// The Pack over one server `s` of `entry`, lent a [`KeptPins`] to read what it keeps.
+fn pinned_pack(entry: Value) -> (Arc<dyn runvil_plugin::Pack>, Arc<KeptPins>) {
+    let pins = Arc::new(KeptPins::default());
+    let mut services = runvil_plugin::Services::new();
+    let store: Arc<dyn runvil_plugin::PinStore> = pins.clone();
+    services.insert(runvil_plugin::PIN_STORE, store);
+    let pack = support::pack_with(json!({ "s": entry }), services).expect("pack");
+    (pack, pins)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_behind_json_escapes_in_a_name_or_in_a_pinned_definition_gets_nowhere() {
     let logs = every_line();
@@ -336,13 +347,9 @@ async fn a_secret_behind_json_escapes_in_a_name_or_in_a_pinned_definition_gets_n
         _ => hostile::mcp(r),
     })
     .await;
-    let pins = Arc::new(KeptPins::default());
-    let mut services = runvil_plugin::Services::new();
-    let store: Arc<dyn runvil_plugin::PinStore> = pins.clone();
-    services.insert(runvil_plugin::PIN_STORE, store);
     let entry =
         json!({"url": server.url, "headers": {"X-Api-Key": "${env:PLUGIN_MCP_TEST_CANARY}"}});
-    let pack = support::pack_with(json!({"s": entry}), services).expect("pack");
+    let (pack, pins) = pinned_pack(entry);
     support::wait_for(&pack, "s", "ready", Duration::from_secs(20)).await;
 
     let listing = support::list(&pack, json!({"namespace": "s"})).await;
@@ -360,4 +367,104 @@ async fn a_secret_behind_json_escapes_in_a_name_or_in_a_pinned_definition_gets_n
     assert_clean("the listing", &listing.to_string());
     drop(pack);
     assert_clean("the log", &logs.text());
+}
+
+/// A credential written into the URL as it is, not through `${env:...}` (a user name and
+/// password, key-shaped path segments, a query token): a server that echoes the URL it was
+/// sent, into a description and a result, shows none of it to the model, to the pins the Host
+/// keeps or to any log line, while the URL's ordinary words stay readable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_written_into_the_url_is_shown_nowhere() {
+    let logs = every_line();
+    let server = Hostile::start(|r: &hostile::Request| match r.rpc_method() {
+        "tools/list" => {
+            let description = format!("Sent to {}.", hostile::echoed_url(r));
+            let tools = json!({"tools": [
+                {"name": "echo", "description": description, "inputSchema": {"type": "object"}},
+            ]});
+            hostile::json_reply(&hostile::result_for(r, tools))
+        }
+        "tools/call" => {
+            let text = json!({"content": [{"type": "text", "text": hostile::echoed_url(r)}]});
+            hostile::json_reply(&hostile::result_for(r, text))
+        }
+        _ => hostile::mcp(r),
+    })
+    .await;
+    let (pack, pins) = pinned_pack(json!({"url": url_with_literal_canaries(server.port)}));
+    support::wait_for(&pack, "s", "ready", Duration::from_secs(20)).await;
+
+    let listing = support::list(&pack, json!({"namespace": "s"})).await;
+    let called = support::call(&pack, "s", "echo", json!({})).await;
+    // The server was sent every credential, and echoed each.
+    let call = server.calls_of("tools/call").pop().expect("a call");
+    assert_eq!(call.target, literal_target());
+    assert_eq!(call.header("authorization"), Some(BASIC));
+    let scrubbed = "/[redacted]/[redacted]/v1/mcp?api_key=[redacted]&v=v1 | \
+                    /[redacted]/[redacted]/v1/mcp ? api_key=[redacted] & v=v1 | Basic [redacted]";
+    assert_eq!(
+        listing["tools"][0]["description"],
+        format!("Sent to {scrubbed}.")
+    );
+    assert_eq!(called, Ok(scrubbed.to_owned()));
+
+    let records = pins.0.lock().expect("records").join("\n");
+    assert!(
+        records.contains("/v1/mcp?api_key=[redacted]&v=v1"),
+        "{records}"
+    );
+    for (what, text) in [
+        ("the listing", &listing.to_string()),
+        (
+            "the listing of every server",
+            &support::list(&pack, json!({})).await.to_string(),
+        ),
+        ("the pin store's record", &records),
+    ] {
+        assert_clean(what, text);
+    }
+    drop(pack);
+    assert_clean("the log", &logs.text());
+}
+
+/// What a Host can format of what the registry and the built Pack keep shows no secret: a
+/// configuration with tokens written into it as they are (headers, the URL's credentials, an
+/// OAuth client) is handed to the Pack once, and the registry keeps nothing to show or to
+/// build from again.
+#[tokio::test]
+async fn no_debug_of_what_the_registry_or_the_pack_keeps_shows_a_secret() {
+    let servers = json!({"s": {
+        "url": url_with_literal_canaries(9),
+        "headers": {"Authorization": format!("Bearer {CANARY}"), "X-Canary": HEADER},
+        "oauth": {"clientId": USER, "clientSecret": PASS_DECODED},
+    }});
+    let mut packs = runvil_plugin::Packs::new();
+    plugin_mcp::install(&mut packs, &json!({ "mcp": servers }));
+    let mut services = runvil_plugin::Services::new();
+    services.insert(
+        runvil_plugin::TOKIO_RUNTIME,
+        tokio::runtime::Handle::current(),
+    );
+    let pack = packs.construct("mcp", &services).expect("built");
+    let again = packs.construct("mcp", &services).err();
+    assert_eq!(
+        again.map(|e| e.reason),
+        Some("the pack \"mcp\" was built already; a registry builds each pack once".to_owned())
+    );
+    assert_eq!(format!("{packs:?}"), r#"{"mcp": "runvil/mcp"}"#);
+    let status = format!("{:?}", *pack.status().borrow());
+    for (what, text) in [
+        ("the registry", format!("{packs:?}")),
+        ("the services", format!("{services:?}")),
+        ("the tools", format!("{:?}", pack.tools())),
+        ("the status", status),
+        ("the held tools", format!("{:?}", pack.held("s").await)),
+        (
+            "the listing",
+            support::list(&pack, json!({})).await.to_string(),
+        ),
+    ] {
+        assert_clean(what, &text);
+    }
+    pack.shutdown().await;
 }

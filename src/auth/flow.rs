@@ -2,6 +2,7 @@
 //! sent through, the checks on the answer the Host carries back (`state`, then `iss` per
 //! RFC 9207, then `error` or `code`), and the token request.
 
+use std::fmt;
 use std::time::Duration;
 
 use aws_lc_rs::digest::{SHA256, digest};
@@ -83,7 +84,7 @@ pub(crate) fn request(
         let mut query = url.query_pairs_mut();
         query
             .append_pair("response_type", "code")
-            .append_pair("client_id", &client.id)
+            .append_pair("client_id", client.id.expose())
             .append_pair("redirect_uri", redirect_uri)
             .append_pair("code_challenge", &challenge)
             .append_pair("code_challenge_method", "S256")
@@ -146,8 +147,9 @@ pub(crate) fn code(
         .ok_or_else(|| AuthError::refused("the authorization answer carries no code"))
 }
 
-/// Tokens for one server, from one authorization server.
-#[derive(Debug, Clone)]
+/// Tokens for one server, from one authorization server. Its `Debug` shows whether they are
+/// bound to a key, and no token.
+#[derive(Clone)]
 pub(crate) struct Tokens {
     pub(crate) access: Secret,
     /// The access token is bound to the server's DPoP key (`token_type` DPoP).
@@ -158,13 +160,21 @@ pub(crate) struct Tokens {
     pub(crate) refresh_at: Option<Instant>,
 }
 
+impl fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tokens")
+            .field("bound", &self.bound)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The `Basic` credential of a client with a secret (RFC 6749 §2.3.1: each part
 /// form-encoded before they are joined), without the scheme.
 pub(crate) fn basic_credential(client: &ClientIdentity) -> Option<Secret> {
     let secret = client.secret.as_ref()?;
     let joined = Zeroizing::new(format!(
         "{}:{}",
-        utf8_percent_encode(&client.id, FORM_KEPT),
+        utf8_percent_encode(client.id.expose(), FORM_KEPT),
         utf8_percent_encode(secret.expose(), FORM_KEPT)
     ));
     Some(Secret::new(BASE64_STANDARD.encode(joined.as_bytes())))
@@ -219,7 +229,7 @@ pub(crate) async fn tokens(
     form.push(("resource", resource));
     let assertion = match (&client.method, &client.private_key) {
         (Method::PrivateKeyJwt, Some(key)) => {
-            Some(assertion::sign(key, &client.id, &metadata.issuer)?)
+            Some(assertion::sign(key, client.id.expose(), &metadata.issuer)?)
         }
         _ => None,
     };
@@ -239,12 +249,12 @@ pub(crate) async fn tokens(
             request = request.header(AUTHORIZATION, value);
         }
         Method::Post => {
-            form.push(("client_id", &client.id));
+            form.push(("client_id", client.id.expose()));
             form.push(("client_secret", secret));
         }
-        Method::None => form.push(("client_id", &client.id)),
+        Method::None => form.push(("client_id", client.id.expose())),
         Method::PrivateKeyJwt => {
-            form.push(("client_id", &client.id));
+            form.push(("client_id", client.id.expose()));
             form.push(("client_assertion_type", assertion::ASSERTION_TYPE));
             if let Some(assertion) = &assertion {
                 form.push(("client_assertion", assertion.expose()));
@@ -352,7 +362,7 @@ mod tests {
 
     fn new_request(metadata: &ServerMetadata) -> Pending {
         let client = ClientIdentity {
-            id: "client-1".to_owned(),
+            id: Secret::new("client-1".to_owned()),
             secret: None,
             private_key: None,
             method: Method::None,

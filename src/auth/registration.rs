@@ -3,6 +3,8 @@
 //! server accepts those, else Dynamic Client Registration (RFC 7591). An identity belongs to
 //! one issuer and is never shown to another.
 
+use std::fmt;
+
 use reqwest::{Client, Url};
 use serde::Deserialize;
 use serde_json::json;
@@ -26,13 +28,23 @@ pub(crate) enum Method {
     PrivateKeyJwt,
 }
 
-/// A client of one authorization server.
-#[derive(Debug, Clone)]
+/// A client of one authorization server. Its `Debug` shows how it proves itself only.
+#[derive(Clone)]
 pub(crate) struct ClientIdentity {
-    pub(crate) id: String,
+    /// The client id: a configured one is the user's, scrubbed as a secret, so every id is
+    /// kept as one.
+    pub(crate) id: Secret,
     pub(crate) secret: Option<Secret>,
     pub(crate) private_key: Option<Secret>,
     pub(crate) method: Method,
+}
+
+impl fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientIdentity")
+            .field("method", &self.method)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The identity to use with the authorization server `metadata` describes.
@@ -60,7 +72,7 @@ pub(crate) async fn identify(
         && metadata.client_id_metadata_document_supported
     {
         return Ok(ClientIdentity {
-            id: url.to_owned(),
+            id: Secret::new(url.to_owned()),
             secret: None,
             private_key: None,
             method: Method::None,
@@ -103,7 +115,7 @@ pub(crate) async fn identify(
         registered.token_endpoint_auth_method.as_deref(),
     );
     Ok(ClientIdentity {
-        id: registered.client_id,
+        id: Secret::new(registered.client_id),
         secret,
         private_key: None,
         method,

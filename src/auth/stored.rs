@@ -47,6 +47,7 @@ struct Record {
 impl Drop for Record {
     fn drop(&mut self) {
         use zeroize::Zeroize as _;
+        self.client_id.zeroize();
         self.access_token.zeroize();
         self.refresh_token.zeroize();
         self.client_secret.zeroize();
@@ -101,7 +102,7 @@ pub(crate) fn record(kept: &Kept<'_>) -> Option<Zeroizing<String>> {
         issuer: kept.issuer.to_owned(),
         resource: kept.resource.to_owned(),
         scopes: kept.scopes.to_vec(),
-        client_id: kept.client.id.clone(),
+        client_id: kept.client.id.expose().to_owned(),
         configured: kept.configured,
         client_secret,
         method: method.to_owned(),
@@ -136,7 +137,7 @@ pub(crate) fn restore(server: &str, text: &str) -> Option<Restored> {
         resource: record.resource.clone(),
         scopes: record.scopes.clone(),
         client: ClientIdentity {
-            id: record.client_id.clone(),
+            id: Secret::new(record.client_id.clone()),
             secret: record.client_secret.clone().map(Secret::new),
             private_key: None,
             method,
@@ -178,7 +179,7 @@ mod tests {
 
     fn client() -> ClientIdentity {
         ClientIdentity {
-            id: "c-1".to_owned(),
+            id: Secret::new("c-1".to_owned()),
             secret: Some(Secret::new("client-secret-9".to_owned())),
             private_key: None,
             method: Method::Post,
@@ -197,6 +198,15 @@ mod tests {
     }
 
     const SERVER: &str = "https://mcp.example/mcp";
+
+    #[test]
+    fn a_client_s_or_tokens_debug_shows_no_value() {
+        assert_eq!(
+            format!("{:?}", client()),
+            "ClientIdentity { method: Post, .. }"
+        );
+        assert_eq!(format!("{:?}", tokens(true)), "Tokens { bound: true, .. }");
+    }
 
     fn kept<'a>(
         client: &'a ClientIdentity,
@@ -222,7 +232,7 @@ mod tests {
         let text = record(&kept(&client, &tokens, false, None)).expect("kept");
         let back = restore(SERVER, &text).expect("restored");
         assert_eq!(back.issuer, "https://as.example");
-        assert_eq!(back.client.id, "c-1");
+        assert_eq!(back.client.id.expose(), "c-1");
         assert_eq!(back.client.method, Method::Post);
         assert_eq!(
             back.client.secret.as_ref().map(Secret::expose),

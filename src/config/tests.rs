@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::secret::Scrubber;
 
 pub(super) struct FakeEnvironment {
     pub(super) vars: HashMap<&'static str, &'static str>,
@@ -258,7 +259,7 @@ fn headers_are_sensitive_and_every_value_is_a_secret() {
         "headers": {"Authorization": "Bearer ${env:B}", "X-Plain": "plain-value"}
     }))
     .expect("accepted");
-    assert!(spec.headers.iter().all(|(_, v)| v.is_sensitive()));
+    assert!(spec.headers.iter().all(|h| h.value().is_sensitive()));
     let exposed: Vec<&str> = spec.secrets.iter().map(Secret::expose).collect();
     for want in [
         "alpha",
@@ -273,6 +274,20 @@ fn headers_are_sensitive_and_every_value_is_a_secret() {
     for value in ["alpha", "beta", "plain-value", "https://h"] {
         assert!(!shown.contains(value), "{value} in {shown}");
     }
+}
+
+#[test]
+fn no_debug_of_a_parsed_entry_shows_a_value() {
+    let config = json!({"s": {
+        "url": "https://literal-user:literal-pass@h.example/AbCdEf0123456789xYz/mcp?k=token-9",
+        "headers": {"Authorization": "Bearer hunter2-token", "X-Key": "${env:A}"},
+        "oauth": {"clientId": "client-hunter2", "clientSecret": "hunter2-secret"},
+    }});
+    let parsed = parse(&config, &env()).expect("an object");
+    assert_eq!(
+        format!("{parsed:?}"),
+        r#"[("s", Remote(ServerSpec { headers: ["authorization", "x-key"], oauth: Some(Preregistered { machine: false, .. }), .. }))]"#
+    );
 }
 
 #[test]
@@ -311,6 +326,53 @@ fn parts_of_the_url_without_an_expanded_value_are_not_secrets() {
 }
 
 #[test]
+fn a_credential_written_into_the_url_is_a_secret_in_every_part() {
+    let spec = one(json!({
+        "url": "https://literal-user:literal-pass@k3y1n4h0st5l4b3l9.example/v1/\
+                s/AbCdEf0123456789xYz/mcp?api_key=tok%2Bliteral+9e1c&bare9c1ekey0a4f7d&v=v1",
+    }))
+    .expect("accepted");
+    let exposed: Vec<&str> = spec.secrets.iter().map(Secret::expose).collect();
+    for want in [
+        // The userinfo, the query values as sent and decoded, a bare key-shaped item.
+        "literal-user",
+        "literal-pass",
+        "tok%2Bliteral+9e1c",
+        "tok+literal 9e1c",
+        "bare9c1ekey0a4f7d",
+        // The key-shaped path segment and host label.
+        "AbCdEf0123456789xYz",
+        "k3y1n4h0st5l4b3l9",
+    ] {
+        assert!(exposed.contains(&want), "{want} missing from {exposed:?}");
+    }
+    // Echoed, each is scrubbed and the ordinary words of the URL stay (`v1` is a query
+    // value, but shorter than a secret the scrubber looks for).
+    let scrubber = Scrubber::new(spec.secrets);
+    let echoed = "GET /v1/s/AbCdEf0123456789xYz/mcp?api_key=tok%2Bliteral+9e1c&v=v1 \
+                  (\"api_key\": \"tok+literal 9e1c\") from k3y1n4h0st5l4b3l9.example";
+    assert_eq!(
+        scrubber.scrub(echoed),
+        "GET /v1/s/[redacted]/mcp?api_key=[redacted]&v=v1 (\"api_key\": \"[redacted]\") \
+         from [redacted].example"
+    );
+}
+
+#[test]
+fn a_key_shape_needs_the_length_letters_and_digits() {
+    let at = format!("a1{}", "b".repeat(MIN_KEY_SHAPED_CHARS - 2));
+    assert!(is_key_shaped(&at));
+    assert!(!is_key_shaped(&at[1..]), "one character less");
+    assert!(!is_key_shaped("streamable-http-transport"), "no digit");
+    assert!(!is_key_shaped("2025-11-25-00-00-00"), "no letter");
+    let spec =
+        one(json!({"url": format!("https://h.example/{}/{at}", &at[1..])})).expect("accepted");
+    let exposed: Vec<&str> = spec.secrets.iter().map(Secret::expose).collect();
+    assert!(exposed.contains(&at.as_str()), "{exposed:?}");
+    assert!(!exposed.contains(&&at[1..]), "{exposed:?}");
+}
+
+#[test]
 fn an_oauth_client_is_read_with_its_secrets_and_grant() {
     let spec = one(json!({"url": "https://h.example/mcp", "oauth": {
         "clientId": "client-${env:A}",
@@ -320,7 +382,7 @@ fn an_oauth_client_is_read_with_its_secrets_and_grant() {
     }}))
     .expect("accepted");
     let oauth = spec.oauth.expect("an oauth client");
-    assert_eq!(oauth.id, "client-alpha");
+    assert_eq!(oauth.id.expose(), "client-alpha");
     assert_eq!(
         oauth.secret.as_ref().map(Secret::expose),
         Some("Pa%20ss'%21-9e1c")

@@ -135,12 +135,16 @@ impl Link {
                 }
                 if let Incoming::Request { id, method } = &message {
                     if wire == Wire::Legacy {
-                        self.answer_server_request(id, method, outgoing).await;
+                        // Boxed, as the resumption below: a rare path, whose future (a whole
+                        // POST) every request's future would otherwise carry inline, to be
+                        // moved at each await above it.
+                        Box::pin(self.answer_server_request(id, method, outgoing)).await;
                     }
                     // At 2026-07-28 a server may not ask on a stream: nothing to answer.
                     continue;
                 }
                 if let Some(answer) = answer_to(id, message) {
+                    self.transport.finish(stream, &self.runtime);
                     return answer;
                 }
             }
@@ -169,10 +173,8 @@ impl Link {
                 .unwrap_or(SSE_DEFAULT_RETRY)
                 .clamp(SSE_MIN_RETRY, SSE_MAX_RETRY);
             tokio::time::sleep(wait).await;
-            stream = self
-                .transport
-                .resume(&last_event_id, &outgoing.session)
-                .await?;
+            let resumed = self.transport.resume(&last_event_id, &outgoing.session);
+            stream = Box::pin(resumed).await?;
         }
     }
 

@@ -21,9 +21,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use reqwest::Client;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::TransportError;
 use crate::http::{client_builder, describe};
+use crate::policy::MAX_DRAINING_STREAMS;
 
 /// An answer whose first event comes this long after its headers, on a reused connection,
 /// may have met the delayed-ACK stall (Linux delays an ACK by 40 ms at least, 200 ms at
@@ -41,13 +43,16 @@ const MAX_PROBE_BACKOFF: u8 = 10;
 
 /// The HTTP clients of one Pack, shared by every server's transport: the pooled one (one
 /// connection pool for the Pack) and, built on first need, one that keeps no idle connection
-/// for servers that stall on reused ones. Cloning shares both.
+/// for servers that stall on reused ones; and the bound on the answered streams read to their
+/// end in the background. Cloning shares them.
 #[derive(Clone)]
 pub(crate) struct Clients {
     pooled: Client,
     /// Built lazily because building a client reads the trust store, and most servers never
     /// need it; `None` inside when it could not be built.
     fresh: Arc<OnceLock<Option<Client>>>,
+    /// One permit per answered stream being read to its end ([`MAX_DRAINING_STREAMS`]).
+    draining: Arc<Semaphore>,
 }
 
 impl Clients {
@@ -59,7 +64,14 @@ impl Clients {
         Ok(Self {
             pooled,
             fresh: Arc::default(),
+            draining: Arc::new(Semaphore::new(MAX_DRAINING_STREAMS)),
         })
+    }
+
+    /// Leave to read one more answered stream to its end, or `None` when
+    /// [`MAX_DRAINING_STREAMS`] are.
+    pub(super) fn draining(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.draining).try_acquire_owned().ok()
     }
 
     /// The client of every request that does not choose: resumptions, farewells, and the
@@ -172,6 +184,21 @@ impl Route {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn at_most_max_draining_streams_are_read_on_at_once() {
+        let clients = Clients::build().expect("the client builds");
+        let permits: Vec<_> = (0..MAX_DRAINING_STREAMS)
+            .map_while(|_| clients.draining())
+            .collect();
+        assert_eq!(permits.len(), MAX_DRAINING_STREAMS);
+        assert!(clients.draining().is_none(), "one past the bound");
+        drop(permits);
+        assert!(
+            clients.draining().is_some(),
+            "a stream read to its end makes room"
+        );
+    }
 
     const QUICK: Duration = Duration::from_micros(400);
     const STALL: Duration = Duration::from_millis(42);

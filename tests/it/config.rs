@@ -134,14 +134,25 @@ async fn null_config_means_no_servers() {
 #[tokio::test]
 async fn install_without_an_mcp_key_passes_null() {
     let mut packs = runvil_plugin::Packs::new();
-    plugin_mcp::install(&mut packs, &json!({"other": 1}));
-    assert_eq!(packs.name("mcp"), Some("runvil/mcp"));
-    assert_eq!(packs.config("mcp"), Some(&Value::Null));
-    plugin_mcp::install(&mut packs, &json!({"mcp": {"a": {"url": "http://h"}}}));
-    assert_eq!(
-        packs.config("mcp"),
-        Some(&json!({"a": {"url": "http://h"}}))
+    let mut services = runvil_plugin::Services::new();
+    services.insert(
+        runvil_plugin::TOKIO_RUNTIME,
+        tokio::runtime::Handle::current(),
     );
+    let mut namespaces = async |config: Value| {
+        plugin_mcp::install(&mut packs, &config);
+        assert_eq!(packs.name("mcp"), Some("runvil/mcp"));
+        let pack = packs.construct("mcp", &services).expect("built");
+        let listing = support::list(&pack, json!({})).await;
+        let servers = listing["servers"].as_array().expect("servers").clone();
+        servers
+            .iter()
+            .map(|s| s["namespace"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert!(namespaces(json!({"other": 1})).await.is_empty());
+    let mcp = json!({"mcp": {"a": {"url": "http://h"}}});
+    assert_eq!(namespaces(mcp).await, [json!("a")]);
 }
 
 #[tokio::test]

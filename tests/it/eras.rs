@@ -14,8 +14,11 @@ use serde_json::{Value, json};
 use support::hostile::{
     Hostile, Request, Script, Step, http, json_reply, mcp, modern, modern_meta, refusal, result_for,
 };
+use tokio::sync::Notify;
 
 const SETTLE: Duration = Duration::from_secs(10);
+/// policy.rs: the most bytes read from an answered stream after its answer.
+const MAX_STREAM_DRAIN_BYTES: usize = 64 * 1024;
 
 async fn ready_pack(server: &Hostile) -> Arc<dyn Pack> {
     let pack = support::pack(json!({"s": {"url": server.url}}));
@@ -287,6 +290,131 @@ async fn a_dropped_call_closes_its_stream_and_sends_no_cancellation() {
         ["POST server/discover", "POST tools/list", "POST tools/call"],
         "no notifications/cancelled, no DELETE"
     );
+}
+
+/// An SSE answer in chunks, kept alive: its head and a first chunk holding `message` as an
+/// event.
+fn stream_head(message: &Value) -> Vec<u8> {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                transfer-encoding: chunked\r\n\r\n";
+    [
+        head.as_bytes(),
+        &chunk(format!("data: {message}\n\n").as_bytes()),
+    ]
+    .concat()
+}
+
+fn chunk(data: &[u8]) -> Vec<u8> {
+    [format!("{:x}\r\n", data.len()).as_bytes(), data, b"\r\n"].concat()
+}
+
+/// Answers like [`modern`], but a call's answer is a stream whose rest (chunks of comments of
+/// the sizes `rest(text)` gives, then its end) the server holds back until `go`.
+fn late_end(go: Arc<Notify>, rest: fn(&str) -> Vec<usize>) -> impl Fn(&Request) -> Script {
+    move |r| match r.rpc_method() {
+        "tools/call" => {
+            let text = r.body["params"]["arguments"]["text"].as_str().unwrap_or("");
+            let result =
+                json!({"resultType": "complete", "content": [{"type": "text", "text": text}]});
+            let mut after: Vec<u8> = rest(text)
+                .into_iter()
+                .flat_map(|n| chunk(&[b":".as_slice(), &vec![b' '; n - 2], b"\n"].concat()))
+                .collect();
+            after.extend_from_slice(b"0\r\n\r\n");
+            Script {
+                steps: vec![
+                    Step::Write(stream_head(&result_for(r, result))),
+                    Step::Wait(Arc::clone(&go)),
+                    Step::Write(after),
+                ],
+                keep_alive: true,
+            }
+        }
+        _ => modern(r),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answered_stream_is_read_to_its_end_without_the_call_waiting_and_its_connection_kept() {
+    let go = Arc::new(Notify::new());
+    let server = Hostile::start(late_end(Arc::clone(&go), |_| Vec::new())).await;
+    let pack = ready_pack(&server).await;
+    for text in ["one", "two", "three"] {
+        // The call has its answer while the server still holds the stream's end back.
+        assert_eq!(
+            support::call(&pack, "s", "echo", json!({ "text": text })).await,
+            Ok(text.to_owned())
+        );
+        go.notify_one();
+    }
+    // Dropped before its end, a stream's connection would be closed (and a new one opened).
+    assert_eq!(server.hung_up(), 0, "no connection was closed");
+    drop(pack);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        methods(&server)[2..],
+        ["POST tools/call", "POST tools/call", "POST tools/call"],
+        "the drain sends nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answered_stream_is_read_on_for_at_most_its_byte_bound() {
+    let go = Arc::new(Notify::new());
+    // Past the bound, the rest is not read: the connection is closed with a megabyte unread.
+    let rest = |text: &str| match text {
+        "at" => vec![MAX_STREAM_DRAIN_BYTES],
+        _ => vec![MAX_STREAM_DRAIN_BYTES + 1, 1024 * 1024],
+    };
+    let server = Hostile::start(late_end(Arc::clone(&go), rest)).await;
+    let pack = ready_pack(&server).await;
+    for text in ["at", "past"] {
+        let answer = support::call(&pack, "s", "echo", json!({ "text": text })).await;
+        assert_eq!(answer, Ok(text.to_owned()));
+        go.notify_one();
+    }
+    support::wait_until("the stream past the bound is closed", SETTLE, async || {
+        server.hung_up() == 1
+    })
+    .await;
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "at"})).await,
+        Ok("at".to_owned())
+    );
+    go.notify_one();
+    assert_eq!(
+        server.hung_up(),
+        1,
+        "only the stream past the bound is closed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answered_stream_that_never_ends_is_closed_after_its_time_bound() {
+    let server = Hostile::start(|r: &Request| match r.rpc_method() {
+        "tools/call" => {
+            let result =
+                json!({"resultType": "complete", "content": [{"type": "text", "text": "a"}]});
+            Script {
+                steps: vec![
+                    Step::Write(stream_head(&result_for(r, result))),
+                    Step::AwaitClose,
+                ],
+                keep_alive: false,
+            }
+        }
+        _ => modern(r),
+    })
+    .await;
+    let pack = ready_pack(&server).await;
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "a"})).await,
+        Ok("a".to_owned())
+    );
+    support::wait_until("the client closes the stream", SETTLE, async || {
+        server.closed_by_client() == 1
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

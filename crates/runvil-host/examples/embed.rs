@@ -24,7 +24,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     plugin_mcp::install(&mut packs, &config);
 
     // The Pack runs on the Host's runtime, never one of its own. Building it starts one
-    // background task per server and returns at once.
+    // background task per server and returns at once; it hands the Pack its configuration,
+    // which may hold secrets, so the registry keeps no copy (and builds each Pack once).
     let mut services = Services::new();
     services.insert(TOKIO_RUNTIME, tokio::runtime::Handle::current());
     let pack = packs.construct("mcp", &services)?;

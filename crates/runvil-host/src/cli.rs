@@ -119,14 +119,14 @@ Examples:
 pub(crate) const DEFAULT_WAIT_SECS: u64 = 30;
 
 /// Reach every remote MCP server of an mcp.json through two tools.
-#[derive(Debug, Parser)]
+#[derive(Parser)]
 #[command(name = "runvil", version, after_help = AFTER_HELP)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Subcommand)]
 pub(crate) enum Command {
     /// List and call the tools of a bundled MCP server on 127.0.0.1: no set-up, no files
     /// written.

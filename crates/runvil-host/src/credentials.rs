@@ -3,8 +3,9 @@
 //!
 //! The file is `$RUNVIL_CREDENTIALS`, else `$XDG_STATE_HOME/runvil/credentials.json`, else
 //! `~/.local/state/runvil/credentials.json`: a `record_file`, so it is created `0600` in a
-//! `0700` folder, replaced atomically, and refused, as ssh refuses a key, when its permissions
-//! let anyone else read or change it. Errors name the file, never a value.
+//! `0700` folder, replaced atomically, and refused, as ssh refuses a key, when anyone else
+//! could read or change it (its permissions, its owner, its folder's). Errors name the file,
+//! never a value.
 //!
 //! A refresh holds the file's lock across processes (`record_lock`), so two runvil processes
 //! that need new tokens at once redeem the refresh token once.

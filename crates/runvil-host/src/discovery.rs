@@ -38,8 +38,7 @@ pub(crate) const CONFIG_VAR: &str = "RUNVIL_MCP_CONFIG";
 /// The largest config file read. An mcp.json of thousands of servers is far smaller.
 const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 
-/// A config file that was read.
-#[derive(Debug)]
+/// A config file that was read. No `Debug`: its servers' entries may hold secrets.
 pub(crate) struct Config {
     /// The file, as found.
     pub(crate) path: PathBuf,

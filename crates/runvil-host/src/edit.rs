@@ -338,6 +338,12 @@ mod tests {
                 ],
             })
         );
+        // Its Debug names the headers, and shows neither the URL nor a value.
+        let written = entry("d", "https://x/mcp?key=secret-0", &headers).expect("an entry");
+        assert_eq!(
+            format!("{written:?}"),
+            r#"Entry { headers: ["Authorization", "X-A"], .. }"#
+        );
         let wrong = |name: &str, url: &str, headers: &[&str]| {
             let headers: Vec<String> = headers.iter().map(|h| (*h).to_owned()).collect();
             entry(name, url, &headers).expect_err("refused")

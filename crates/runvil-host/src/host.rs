@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use runvil_plugin::{
-    AUTHORIZATION_HINT, AUTHORIZER, Authorizer, BackendState, CREDENTIAL_STORE, CredentialStore,
-    PIN_STORE, Pack, Packs, PinStore, Services, TOKIO_RUNTIME, TRUST_HINT, ToolError,
+    AUTHORIZATION_HINT, AUTHORIZER, Authorizer, BackendState, CREDENTIAL_STORE, Config,
+    CredentialStore, PIN_STORE, Pack, Packs, PinStore, Services, TOKIO_RUNTIME, TRUST_HINT,
+    ToolError,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::runtime::Handle;
 
 use crate::cli::{Answer, DEFAULT_WAIT_SECS};
@@ -31,7 +32,7 @@ pub(crate) const EXIT_TRANSPORT: u8 = 4;
 
 /// `runvil tools`: the listing, of every server, one server, or one tool.
 pub(crate) async fn tools(namespace: Option<String>, tool: Option<String>, answer: &Answer) -> u8 {
-    let mut args = serde_json::Map::new();
+    let mut args = Map::new();
     if let Some(namespace) = &namespace {
         args.insert("namespace".into(), json!(namespace));
     }
@@ -321,7 +322,10 @@ pub(crate) fn build_pack_with(servers: Value, lent: Lent) -> Result<Arc<dyn Pack
 
 fn build_pack_on(servers: Value, runtime: Handle, lent: Lent) -> Result<Arc<dyn Pack>, String> {
     let mut packs = Packs::new();
-    plugin_mcp::install(&mut packs, &json!({ "mcp": servers }));
+    // The Host's copy, moved in rather than copied, is wiped once the Plugin has its own.
+    let config = Config::new(Value::Object(Map::from_iter([("mcp".to_owned(), servers)])));
+    plugin_mcp::install(&mut packs, config.value());
+    drop(config);
     let mut services = Services::new();
     services.insert(TOKIO_RUNTIME, runtime);
     services.insert(AUTHORIZATION_HINT, LOGIN_HINT.to_owned());

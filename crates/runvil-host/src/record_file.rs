@@ -8,16 +8,23 @@
 //! old one, so a reader sees the old file or the new one, never half of one. A change made with
 //! [`RecordFile::change_locked`] (the pins file's) is serialized across processes by a lock
 //! file beside it; one made with [`RecordFile::change`] only within the process (two runvil
-//! processes changing the credentials file at the same instant: the later rename wins). It is
-//! refused, as ssh refuses a key, when its permissions let anyone else read or change it, and
-//! refused when it is not a file (a FIFO would block the read forever) or not a JSON object
-//! of strings. A refused file is never replaced: every save reads it first, so a save fails
-//! with the same error. Errors name the file and what to do, never a value in it.
+//! processes changing the credentials file at the same instant: the later rename wins).
+//!
+//! It is refused, as ssh's `StrictModes` refuses a key, when anyone but the user running
+//! runvil (and root, who can do anything anyway) could read or change it: a file or folder
+//! another user owns (when runvil runs as root, any user but root), a file whose permissions
+//! let others read or write it, a folder whose permissions let others write in it (they could
+//! replace the file, or remove it, and an absent pins file trusts every tool afresh) unless it
+//! is sticky, as `/tmp` is: there others may add files, which the owner check refuses, but
+//! neither replace nor remove the user's. It is refused as well when it is not
+//! a file (a FIFO would block the read forever) or not a JSON object of strings. A refused
+//! file is never replaced: every save reads it first, so a save fails with the same error.
+//! Errors name the file and what to do, never a value in it.
 
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -31,6 +38,10 @@ pub(crate) const DIR_MODE: u32 = 0o700;
 const OTHERS: u32 = 0o077;
 /// Of those, the ones that let another user read it.
 const OTHERS_READ: u32 = 0o044;
+/// The permission bits that let another user add, replace or remove a file in a folder.
+const OTHERS_WRITE: u32 = 0o022;
+/// The sticky bit: in a folder that has it, only a file's owner may replace or remove it.
+const STICKY: u32 = 0o1000;
 
 /// Which of runvil's files one is, in the words of its errors.
 #[derive(Debug, Clone, Copy)]
@@ -69,6 +80,8 @@ impl RecordFile {
     /// this kind only the user may use is an error that says what is wrong and what to do.
     pub(crate) fn read(&self) -> Result<BTreeMap<String, String>, String> {
         let shown = self.path.display();
+        // The folder first: whoever may change it may replace or remove the file.
+        self.check_folder()?;
         let metadata = match fs::metadata(&self.path) {
             Ok(metadata) => metadata,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
@@ -78,6 +91,13 @@ impl RecordFile {
             return Err(format!(
                 "{shown} is not a file; move it away, and runvil writes its {} there",
                 self.kind.noun
+            ));
+        }
+        if let Some(owner) = foreign_owner(&metadata) {
+            return Err(format!(
+                "{shown} may be changed by another user ({owner}); run `chown {} {shown}` or \
+                 remove it",
+                running_user()
             ));
         }
         let mode = metadata.permissions().mode();
@@ -103,6 +123,43 @@ impl RecordFile {
         })
     }
 
+    /// The folder the file is in, as written: `.` for a bare name.
+    fn folder(&self) -> &Path {
+        match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        }
+    }
+
+    /// Refuses a folder that another user owns or may write in; an absent one is made by the
+    /// first save, `0700`.
+    fn check_folder(&self) -> Result<(), String> {
+        let folder = self.folder().display();
+        let shown = self.path.display();
+        let metadata = match fs::metadata(self.folder()) {
+            Ok(metadata) => metadata,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("cannot read {folder}, the folder of {shown}: {e}")),
+        };
+        let elsewhere = format!("or keep the {} in a folder of your own", self.kind.noun);
+        if let Some(owner) = foreign_owner(&metadata) {
+            return Err(format!(
+                "{folder}, the folder of {shown}, may be changed by another user ({owner}); run \
+                 `chown {} {folder}` {elsewhere}",
+                running_user()
+            ));
+        }
+        let mode = metadata.permissions().mode();
+        if mode & OTHERS_WRITE != 0 && mode & STICKY == 0 {
+            return Err(format!(
+                "{folder}, the folder of {shown}, may be changed by other users (its \
+                 permissions are {:o}); run `chmod {DIR_MODE:o} {folder}` {elsewhere}",
+                mode & 0o777
+            ));
+        }
+        Ok(())
+    }
+
     /// Changes the records under the lock: reads the file (an error leaves it as it is),
     /// edits, and replaces it.
     pub(crate) fn change(
@@ -116,6 +173,12 @@ impl RecordFile {
         let mut records = self.read()?;
         edit(&mut records);
         self.write(&records)
+    }
+
+    /// Where the new file is written before it takes the old one's place: beside it, so the
+    /// rename stays on one file system (`credentials.json.new`).
+    pub(crate) fn temporary(&self) -> PathBuf {
+        self.beside(".new")
     }
 
     /// Changes the records as [`RecordFile::change`] does, under a lock other processes take
@@ -132,7 +195,7 @@ impl RecordFile {
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.folder()?;
+        self.make_folder()?;
         // Released when dropped, whatever happens in between.
         let _locked = record_lock::lock(&self.path, record_lock::LOCK_WAIT)
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
@@ -144,12 +207,16 @@ impl RecordFile {
         Ok(answer)
     }
 
+    /// A file beside this one, its name with `suffix` added (`pins.json.lock`).
+    fn beside(&self, suffix: &str) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(suffix);
+        self.path.with_file_name(name)
+    }
+
     /// The file's folder, made (`0700`) when it is missing.
-    fn folder(&self) -> Result<&Path, String> {
-        let dir = match self.path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
+    fn make_folder(&self) -> Result<&Path, String> {
+        let dir = self.folder();
         fs::DirBuilder::new()
             .recursive(true)
             .mode(DIR_MODE)
@@ -158,23 +225,10 @@ impl RecordFile {
         Ok(dir)
     }
 
-    /// A file beside this one, its name with `suffix` added (`pins.json.lock`).
-    fn beside(&self, suffix: &str) -> PathBuf {
-        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
-        name.push(suffix);
-        self.path.with_file_name(name)
-    }
-
-    /// Where the new file is written before it takes the old one's place: beside it, so the
-    /// rename stays on one file system (`credentials.json.new`).
-    pub(crate) fn temporary(&self) -> PathBuf {
-        self.beside(".new")
-    }
-
     /// Replaces the file with `records`, atomically.
     fn write(&self, records: &BTreeMap<String, String>) -> Result<(), String> {
         let shown = self.path.display();
-        let dir = self.folder()?;
+        let dir = self.make_folder()?;
         let temporary = self.temporary();
         let text = serde_json::to_string_pretty(records).map_err(|e| e.to_string())?;
         // A file left behind by a write that was stopped between its write and its rename.
@@ -202,6 +256,23 @@ impl RecordFile {
         Ok(())
     }
 }
+
+/// The user this process runs as (its effective user id, which the kernel checks a file's
+/// permissions against).
+fn running_user() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Who owns `metadata`'s file or folder, said for an error, when it is neither the user
+/// running runvil nor root.
+fn foreign_owner(metadata: &fs::Metadata) -> Option<String> {
+    let (owner, me) = (metadata.uid(), running_user());
+    (owner != me && owner != ROOT)
+        .then(|| format!("its owner is user {owner}, and runvil runs as user {me}"))
+}
+
+/// The superuser's id: whatever root owns, root could change whoever owned it.
+const ROOT: u32 = 0;
 
 #[cfg(test)]
 mod tests {
@@ -290,6 +361,98 @@ mod tests {
             assert_eq!(insert(&file, "b", "x"), Err(want));
             assert_eq!(fs::read(file.path()).expect("bytes"), before);
             assert_eq!(mode(file.path()), bits, "its mode is left as it was");
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A user who is not the one running the tests (`nobody` on most systems).
+    const ANOTHER_USER: u32 = 65_534;
+
+    /// Whether this process may give a file to another user, which only root may; otherwise
+    /// says in one line why `test` is skipped. CI runs as root: there a skip is a failure.
+    fn may_give_away(test: &str) -> bool {
+        if rustix::process::geteuid().is_root() {
+            return true;
+        }
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test} must run as root under CI=true"
+        );
+        eprintln!("skipped {test}: giving a file to another user needs root");
+        false
+    }
+
+    #[test]
+    fn a_file_or_folder_another_user_owns_is_refused_and_left_as_it_is() {
+        if !may_give_away("a_file_or_folder_another_user_owns_is_refused_and_left_as_it_is") {
+            return;
+        }
+        let dir = scratch("owner");
+        let file = RecordFile::new(dir.join("records.json"), KIND);
+        insert(&file, "a", "secret-value-1").expect("saved");
+        let before = fs::read(file.path()).expect("bytes");
+        let (shown, folder) = (file.path().display(), dir.display());
+
+        // A 0600 file of another user's.
+        std::os::unix::fs::chown(file.path(), Some(ANOTHER_USER), None).expect("chown");
+        let theirs = format!(
+            "{shown} may be changed by another user (its owner is user {ANOTHER_USER}, and \
+             runvil runs as user 0); run `chown 0 {shown}` or remove it"
+        );
+        assert_eq!(mode(file.path()), FILE_MODE);
+        assert_eq!(file.read(), Err(theirs.clone()));
+        assert_eq!(insert(&file, "b", "x"), Err(theirs));
+        assert_eq!(fs::read(file.path()).expect("bytes"), before);
+        let owner = fs::metadata(file.path()).expect("metadata").uid();
+        assert_eq!(owner, ANOTHER_USER, "its owner is left as it was");
+        std::os::unix::fs::chown(file.path(), Some(0), None).expect("chown back");
+        assert!(file.read().is_ok());
+
+        // A folder of another user's, with the file in it or not.
+        let elsewhere = "or keep the test file in a folder of your own";
+        std::os::unix::fs::chown(&dir, Some(ANOTHER_USER), None).expect("chown");
+        let theirs = format!(
+            "{folder}, the folder of {shown}, may be changed by another user (its owner is user \
+             {ANOTHER_USER}, and runvil runs as user 0); run `chown 0 {folder}` {elsewhere}"
+        );
+        assert_eq!(file.read(), Err(theirs.clone()));
+        assert_eq!(insert(&file, "b", "x"), Err(theirs.clone()));
+        assert_eq!(fs::read(file.path()).expect("bytes"), before);
+        fs::remove_file(file.path()).expect("removed");
+        assert_eq!(
+            file.read(),
+            Err(theirs.clone()),
+            "no file is no record here"
+        );
+        assert_eq!(insert(&file, "b", "x"), Err(theirs));
+        assert!(!file.path().exists(), "nothing was written there");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_folder_others_may_write_in_is_refused() {
+        let dir = scratch("open-folder");
+        let file = RecordFile::new(dir.join("records.json"), KIND);
+        insert(&file, "a", "one").expect("saved");
+        let before = fs::read(file.path()).expect("bytes");
+        let (shown, folder) = (file.path().display(), dir.display());
+        for bits in [0o770, 0o702, 0o777] {
+            fs::set_permissions(&dir, fs::Permissions::from_mode(bits)).expect("chmod");
+            let want = format!(
+                "{folder}, the folder of {shown}, may be changed by other users (its permissions \
+                 are {bits:o}); run `chmod 700 {folder}` or keep the test file in a folder of \
+                 your own"
+            );
+            assert_eq!(file.read(), Err(want.clone()));
+            assert_eq!(insert(&file, "b", "x"), Err(want));
+            assert_eq!(fs::read(file.path()).expect("bytes"), before);
+        }
+        // Others may read and enter it, as a home folder often lets them, or write in it when
+        // it is sticky, as `/tmp` is: the file is still the user's alone.
+        for bits in [0o755, 0o1777] {
+            fs::set_permissions(&dir, fs::Permissions::from_mode(bits)).expect("chmod");
+            assert!(file.read().is_ok(), "{bits:o}");
+            insert(&file, "b", "two").expect("saved");
         }
         let _ = fs::remove_dir_all(&dir);
     }

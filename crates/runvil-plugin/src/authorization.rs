@@ -57,8 +57,10 @@ impl fmt::Display for AuthorizeError {
 
 impl std::error::Error for AuthorizeError {}
 
-/// One authorization the Pack asks a Host to bring its user through.
-#[derive(Debug, Clone)]
+/// One authorization the Pack asks a Host to bring its user through. Its `Debug` shows the
+/// namespace only: the URL carries the request's `state` and the client's id, which are
+/// secrets until the authorization ends.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct AuthorizationRequest {
     /// The server's name in the Host's configuration.
@@ -66,6 +68,14 @@ pub struct AuthorizationRequest {
     /// Where to send the user: checked by the Pack to be an `https` URL (plain `http` only to
     /// a loopback address) with no user name or password, and nothing but a URL.
     pub url: String,
+}
+
+impl fmt::Debug for AuthorizationRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthorizationRequest")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AuthorizationRequest {
@@ -131,3 +141,18 @@ pub const CLIENT_METADATA_URL: Service<String> = Service::new("client-metadata-u
 /// authorization and no [`AUTHORIZER`] was lent. `{namespace}` is replaced by the server's
 /// name, as in `run \`runvil login {namespace}\``.
 pub const AUTHORIZATION_HINT: Service<String> = Service::new("authorization-hint");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_s_debug_shows_its_namespace_and_not_its_url() {
+        let url = "https://as.example/authorize?client_id=hunter2-client&state=hunter2-state";
+        let request = AuthorizationRequest::new("docs", url);
+        assert_eq!(
+            format!("{request:?}"),
+            r#"AuthorizationRequest { namespace: "docs", .. }"#
+        );
+    }
+}

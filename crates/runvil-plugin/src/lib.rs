@@ -8,7 +8,8 @@
 //!
 //! # Layout
 //!
-//! - [`Packs`], [`PackFactory`], [`Construct`]: the registry and how a Pack is built.
+//! - [`Packs`], [`PackFactory`], [`Construct`], [`Config`]: the registry and how a Pack is
+//!   built, its configuration handed over once and wiped when dropped.
 //! - [`Pack`], [`ToolSpec`], [`ToolError`], [`Unavailable`]: what a built Pack offers.
 //! - [`StatusReceiver`], [`BackendStatus`], [`BackendState`], [`Progress`], [`ProgressSink`]:
 //!   what a Host observes of a running Pack (see [`Pack::status`], [`Pack::shutdown`]).
@@ -24,13 +25,15 @@
 //!   [`Pack::reviewed`], [`Pack::approve`]).
 //!
 //! The contract is deliberately free of async-trait machinery: futures are boxed
-//! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio`.
+//! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio` (and the
+//! contract itself `zeroize`, to wipe a configuration).
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod authorization;
+mod config;
 mod pack;
 mod packs;
 mod services;
@@ -42,6 +45,7 @@ pub use authorization::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, AuthorizeError, Authorizer,
     CLIENT_METADATA_URL, CREDENTIAL_STORE, CredentialHold, CredentialStore,
 };
+pub use config::Config;
 pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{Pack, Services, Unavailable};
+use crate::{Config, Pack, Services, Unavailable};
 
 /// Builds a Pack when a run asks for it.
 pub trait PackFactory: Send + Sync {
@@ -16,24 +16,41 @@ pub trait PackFactory: Send + Sync {
 }
 
 /// What a factory is given to build its Pack.
-#[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct Construct<'a> {
     /// The id the Pack's tools are qualified with.
     pub id: &'a str,
-    /// The Pack's part of the Host's configuration.
-    pub config: &'a Value,
+    /// The Pack's part of the Host's configuration, handed over: the registry keeps no copy.
+    /// It may hold secrets; the factory reads what it needs, and the rest is wiped when it is
+    /// dropped.
+    pub config: Config,
     /// What the Host lends its Packs.
     pub services: &'a Services,
 }
 
+impl fmt::Debug for Construct<'_> {
+    // The configuration shows only its keys, as its own `Debug` does.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Construct")
+            .field("id", &self.id)
+            .field("config", &self.config)
+            .field("services", self.services)
+            .finish()
+    }
+}
+
 struct Entry {
     name: String,
-    config: Value,
+    /// Its configuration until the Pack is built; `None` after.
+    config: Option<Config>,
     factory: Box<dyn PackFactory>,
 }
 
 /// The Host's registry of Packs, keyed by id.
+///
+/// It keeps each Pack's configuration only until the Pack is built: [`Packs::construct`] hands
+/// it to the factory, so nothing the configuration holds (a token written into it) stays in
+/// the registry, and each Pack is built once.
 #[derive(Default)]
 pub struct Packs {
     entries: BTreeMap<String, Entry>,
@@ -65,7 +82,7 @@ impl Packs {
     ) {
         let entry = Entry {
             name: name.into(),
-            config,
+            config: Some(Config::new(config)),
             factory: Box::new(factory),
         };
         self.entries.insert(id.into(), entry);
@@ -81,20 +98,26 @@ impl Packs {
         self.entries.get(id).map(|e| e.name.as_str())
     }
 
-    /// The configuration a Pack was registered with.
-    pub fn config(&self, id: &str) -> Option<&Value> {
-        self.entries.get(id).map(|e| &e.config)
-    }
-
-    /// Builds the Pack registered under `id` with the Host's services.
-    pub fn construct(&self, id: &str, services: &Services) -> Result<Arc<dyn Pack>, Unavailable> {
+    /// Builds the Pack registered under `id` with the Host's services, handing its factory the
+    /// configuration. A Pack is built once: a second construct is unavailable (insert it again
+    /// to build another).
+    pub fn construct(
+        &mut self,
+        id: &str,
+        services: &Services,
+    ) -> Result<Arc<dyn Pack>, Unavailable> {
         let entry = self
             .entries
-            .get(id)
+            .get_mut(id)
             .ok_or_else(|| Unavailable::new(format!("no pack has the id {id:?}")))?;
+        let config = entry.config.take().ok_or_else(|| {
+            Unavailable::new(format!(
+                "the pack {id:?} was built already; a registry builds each pack once"
+            ))
+        })?;
         entry.factory.construct(Construct {
             id,
-            config: &entry.config,
+            config,
             services,
         })
     }
@@ -123,29 +146,40 @@ mod tests {
         }
     }
 
+    /// Builds an [`Echo`] of what it was given, as `Debug` shows it, and of the configuration.
     struct EchoFactory;
 
     impl PackFactory for EchoFactory {
         fn construct(&self, cx: Construct<'_>) -> Result<Arc<dyn Pack>, Unavailable> {
-            Ok(Arc::new(Echo(format!("{}:{}", cx.id, cx.config))))
+            Ok(Arc::new(Echo(format!("{cx:?} {}", cx.config.value()))))
         }
     }
 
     #[tokio::test]
-    async fn construct_passes_id_and_config() {
+    async fn construct_hands_the_config_over_once() {
         let mut packs = Packs::new();
-        packs.insert("test/echo", "echo", serde_json::json!(7), EchoFactory);
+        packs.insert(
+            "test/echo",
+            "echo",
+            serde_json::json!({"k": 7}),
+            EchoFactory,
+        );
         assert_eq!(packs.ids().collect::<Vec<_>>(), ["echo"]);
         assert_eq!(packs.name("echo"), Some("test/echo"));
-        assert_eq!(packs.config("echo"), Some(&serde_json::json!(7)));
         let pack = packs.construct("echo", &Services::new()).expect("built");
         let out = pack.call("echo/x", Value::Null).await;
-        assert_eq!(out, Ok("echo:7".to_owned()));
+        let given = r#"Construct { id: "echo", config: Config(["k"]), services: {} } {"k":7}"#;
+        assert_eq!(out, Ok(given.to_owned()));
+        // The registry kept nothing to build another from.
+        let again = packs.construct("echo", &Services::new()).err();
+        let built = "the pack \"echo\" was built already; a registry builds each pack once";
+        assert_eq!(again, Some(Unavailable::new(built)));
+        assert_eq!(packs.name("echo"), Some("test/echo"));
     }
 
     #[test]
     fn unknown_id_is_unavailable() {
-        let packs = Packs::new();
+        let mut packs = Packs::new();
         let error = packs.construct("nope", &Services::new()).err();
         assert_eq!(error, Some(Unavailable::new("no pack has the id \"nope\"")));
     }
@@ -153,14 +187,9 @@ mod tests {
     #[test]
     fn debug_shows_no_configuration() {
         let mut packs = Packs::new();
-        packs.insert(
-            "test/echo",
-            "echo",
-            serde_json::json!("hunter2"),
-            EchoFactory,
-        );
+        let config = serde_json::json!({"hunter2-key": "hunter2"});
+        packs.insert("test/echo", "echo", config, EchoFactory);
         let shown = format!("{packs:?}");
-        assert!(shown.contains("test/echo"));
-        assert!(!shown.contains("hunter2"));
+        assert_eq!(shown, r#"{"echo": "test/echo"}"#);
     }
 }

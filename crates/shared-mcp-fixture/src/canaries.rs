@@ -41,6 +41,18 @@ pub fn url_with_canaries(port: impl std::fmt::Display) -> String {
     )
 }
 
+/// The URL of a server on `port` with credentials written into it as they are, not through
+/// `${env:...}`: canaries as the user name and password, as two key-shaped path segments and
+/// as a query token, beside ordinary words (`v1`, `mcp`, `v=v1`) that must stay readable.
+pub fn url_with_literal_canaries(port: u16) -> String {
+    format!("http://{USER}:{PASS}@127.0.0.1:{port}/{CANARY}/{PATH}/v1/mcp?api_key={QUERY}&v=v1")
+}
+
+/// The request target the client sends for [`url_with_literal_canaries`].
+pub fn literal_target() -> String {
+    format!("/{CANARY}/{PATH_SENT}/v1/mcp?api_key={QUERY_SENT}&v=v1")
+}
+
 /// Every canary, and every value the client derives from one on the wire.
 pub fn secrets() -> Vec<String> {
     let credential = format!("{USER}:{PASS_DECODED}");

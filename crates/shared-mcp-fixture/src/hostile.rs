@@ -111,6 +111,7 @@ pub struct Hostile {
     requests: Arc<Mutex<Vec<Request>>>,
     connections: Arc<Mutex<usize>>,
     closed: Arc<Mutex<usize>>,
+    hung_up: Arc<Mutex<usize>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -133,17 +134,20 @@ impl Hostile {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(Mutex::new(0));
         let closed = Arc::new(Mutex::new(0));
+        let hung_up = Arc::new(Mutex::new(0));
         let (seen, count) = (Arc::clone(&requests), Arc::clone(&connections));
-        let closes = Arc::clone(&closed);
+        let ends = Ends {
+            awaited: Arc::clone(&closed),
+            hung_up: Arc::clone(&hung_up),
+        };
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
                 *count.lock().expect("count") += 1;
-                let (handler, seen, closes) =
-                    (Arc::clone(&handler), Arc::clone(&seen), Arc::clone(&closes));
-                tokio::spawn(connection(stream, handler, seen, closes));
+                let (handler, seen, ends) = (Arc::clone(&handler), Arc::clone(&seen), ends.clone());
+                tokio::spawn(connection(stream, handler, seen, ends));
             }
         });
         Self {
@@ -152,6 +156,7 @@ impl Hostile {
             requests,
             connections,
             closed,
+            hung_up,
             task,
         }
     }
@@ -159,6 +164,13 @@ impl Hostile {
     /// Connections the client closed while an answer waited on [`Step::AwaitClose`].
     pub fn closed_by_client(&self) -> usize {
         *self.closed.lock().expect("closed")
+    }
+
+    /// Connections the client closed while the server wrote an answer or waited for the next
+    /// request (a pooled connection dropped, or one closed before the end of its answer was
+    /// read); not those of [`Step::AwaitClose`].
+    pub fn hung_up(&self) -> usize {
+        *self.hung_up.lock().expect("hung up")
     }
 
     /// Every request so far, in the order they were read.
@@ -180,15 +192,25 @@ impl Hostile {
     }
 }
 
+/// The counters of how connections ended.
+#[derive(Clone)]
+struct Ends {
+    /// Closed by the client on [`Step::AwaitClose`].
+    awaited: Arc<Mutex<usize>>,
+    /// Closed by the client while the server wrote or waited for a request.
+    hung_up: Arc<Mutex<usize>>,
+}
+
 async fn connection(
     mut stream: TcpStream,
     handler: Handler,
     seen: Arc<Mutex<Vec<Request>>>,
-    closes: Arc<Mutex<usize>>,
+    ends: Ends,
 ) {
     let mut buffer = Vec::new();
     loop {
         let Some(request) = read_request(&mut stream, &mut buffer).await else {
+            *ends.hung_up.lock().expect("hung up") += 1;
             return;
         };
         seen.lock().expect("requests").push(request.clone());
@@ -197,6 +219,7 @@ async fn connection(
             match step {
                 Step::Write(bytes) => {
                     if stream.write_all(&bytes).await.is_err() {
+                        *ends.hung_up.lock().expect("hung up") += 1;
                         return;
                     }
                     let _ = stream.flush().await;
@@ -209,7 +232,7 @@ async fn connection(
                     // The client sends nothing more on this connection: a read ends only when
                     // it closes (0 bytes) or resets it (an error).
                     while let Ok(1..) = stream.read(&mut byte).await {}
-                    *closes.lock().expect("closed") += 1;
+                    *ends.awaited.lock().expect("closed") += 1;
                     return;
                 }
             }
@@ -420,6 +443,27 @@ pub fn echo_everything(r: &Request) -> Script {
         )),
         _ => mcp(r),
     }
+}
+
+/// What `request` carried of the URL it was sent to, as a server that echoes it writes it: the
+/// target as sent, its path segments and query pairs decoded, and the `Authorization` header
+/// (the `Basic` credential a URL's user name and password become).
+pub fn echoed_url(request: &Request) -> String {
+    let target = &request.target;
+    let decoded = match url::Url::parse(&format!("http://h{target}")) {
+        Ok(url) => {
+            let segments = url.path_segments().into_iter().flatten();
+            let path: Vec<String> = segments
+                .flat_map(|s| url::form_urlencoded::parse(s.as_bytes()).map(|(s, _)| s))
+                .map(String::from)
+                .collect();
+            let query: Vec<String> = url.query_pairs().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("/{} ? {}", path.join("/"), query.join(" & "))
+        }
+        Err(_) => String::new(),
+    };
+    let authorization = request.header("authorization").unwrap_or_default();
+    format!("{target} | {decoded} | {authorization}")
 }
 
 /// The error a 2026-07-28 server answers with HTTP 400.

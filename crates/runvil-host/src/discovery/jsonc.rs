@@ -41,13 +41,22 @@ pub(crate) enum Step {
     Index(usize),
 }
 
-/// A document and the places where an object holds a key more than once.
-#[derive(Debug, PartialEq)]
+/// A document and the places where an object holds a key more than once. Its `Debug` shows
+/// those places only: the document may hold secrets.
+#[derive(PartialEq)]
 pub(crate) struct Parsed {
     pub(crate) value: Value,
     /// The path of each key written more than once (once per object and key), ending with
     /// that key; in the order the objects end.
     pub(crate) duplicates: Vec<Vec<Step>>,
+}
+
+impl fmt::Debug for Parsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Parsed")
+            .field("duplicates", &self.duplicates)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a text is not JSON, where the original text says it: its line (from 1) and byte
@@ -73,8 +82,9 @@ impl fmt::Display for SyntaxError {
 const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
 /// A file's bytes with its comments, trailing commas and byte-order mark overwritten with
-/// spaces (newlines kept): plain JSON, each byte where it was in the file.
-#[derive(Debug, PartialEq)]
+/// spaces (newlines kept): plain JSON, each byte where it was in the file. No `Debug`: the
+/// text may hold secrets.
+#[derive(PartialEq)]
 pub(crate) struct Blanked {
     pub(crate) text: Vec<u8>,
     /// Where each comment is in the file, in order, its delimiters included.
@@ -369,6 +379,12 @@ mod tests {
                 "d": "\"// still a string\\",
                 "e": "é,}",
             })
+        );
+        // A document's Debug shows where keys are written twice, never a value.
+        let parsed = parse(br#"{"u": "secret-1", "u": "secret-2"}"#).expect("JSON");
+        assert_eq!(
+            format!("{parsed:?}"),
+            r#"Parsed { duplicates: [[Key("u")]], .. }"#
         );
     }
 

@@ -12,14 +12,15 @@
 //! was removed, in order. A change that fails the check (a comment where the new member had
 //! to go, a layout the rules below did not foresee) is refused, and nothing is written.
 
+use std::fmt;
 use std::ops::Range;
 
 use serde_json::{Map, Value};
 
 use crate::discovery::jsonc;
 
-/// The change to make to the servers object.
-#[derive(Debug, Clone)]
+/// The change to make to the servers object. It holds header values, so it has no `Debug`.
+#[derive(Clone)]
 pub(crate) enum Change<'a> {
     /// Adds the entry `entry` as `name`; with `replace`, replaces a server of that name (the
     /// last, which is the one read, if it is written twice).
@@ -32,11 +33,21 @@ pub(crate) enum Change<'a> {
     Remove { name: &'a str },
 }
 
-/// A remote server's entry, in the order it is written.
-#[derive(Debug, Clone, PartialEq)]
+/// A remote server's entry, in the order it is written. Its `Debug` names the headers only:
+/// the URL and the values may hold secrets.
+#[derive(Clone, PartialEq)]
 pub(crate) struct Entry {
     pub(crate) url: String,
     pub(crate) headers: Vec<(String, String)>,
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("Entry")
+            .field("headers", &names)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Entry {
@@ -276,8 +287,8 @@ impl Object {
     }
 }
 
-/// Bytes replaced at a range of the original text.
-#[derive(Debug, Clone)]
+/// Bytes replaced at a range of the original text (an entry's, secrets included: no `Debug`).
+#[derive(Clone)]
 struct Edit {
     at: Range<usize>,
     with: String,

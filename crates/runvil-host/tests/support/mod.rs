@@ -94,6 +94,23 @@ pub(crate) async fn signal_during_call(
         .expect("runvil's output")
 }
 
+/// A user who is not the one running the tests (`nobody` on most systems).
+pub(crate) const ANOTHER_USER: u32 = 65_534;
+
+/// Whether this process may give a file to [`ANOTHER_USER`], which only root may; otherwise
+/// says in one line why `test` is skipped. CI runs as root: there a skip is a failure.
+pub(crate) fn may_give_away(test: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{test} must run as root under CI=true"
+    );
+    eprintln!("skipped {test}: giving a file to another user needs root");
+    false
+}
+
 /// Bytes as text, for assertions.
 pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -118,10 +135,16 @@ impl Temp {
         Self(path)
     }
 
-    /// An empty directory.
+    /// An empty directory, the user's alone (`0700`, whatever the umask), so runvil keeps its
+    /// record files in it.
     pub(crate) fn dir() -> Self {
+        use std::os::unix::fs::DirBuilderExt;
         let path = unique_temp_path("dir");
-        std::fs::create_dir_all(&path).expect("dir made");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&path)
+            .expect("dir made");
         Self(path)
     }
 
