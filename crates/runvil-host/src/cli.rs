@@ -164,6 +164,8 @@ pub(crate) enum Command {
         /// Seconds a request about one server waits for it to leave `loading`.
         #[arg(long, value_name = "SECS", default_value_t = DEFAULT_WAIT_SECS)]
         wait: u64,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Say whether each server of the config is accepted or refused, and why, without
     /// connecting to any. Exits 0 when every entry is accepted, 1 otherwise.
@@ -211,6 +213,8 @@ pub(crate) enum Command {
         /// server that is down is said when its first attempt ends]
         #[arg(long, value_name = "SECS")]
         wait: Option<u64>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Add a remote MCP server to the config, as `claude mcp add` does: every other entry,
     /// field and comment stays as written. Without --config it writes the file the other
@@ -298,7 +302,7 @@ pub(crate) struct Answer {
 /// Where state is kept: the files, or a PostgreSQL database several runvil share.
 #[derive(Debug, Args)]
 pub(crate) struct StoreArgs {
-    /// Keep logins in this PostgreSQL database instead of the credentials file:
+    /// Keep logins and approvals in this PostgreSQL database instead of the files:
     /// postgres://USER:PASSWORD@HOST:PORT/DATABASE (add ?sslmode=require for one elsewhere).
     /// Prefer $RUNVIL_STORE: other users of the machine can read a command line
     #[arg(long, value_name = "DSN", env = "RUNVIL_STORE", hide_env_values = true, value_parser = secret_text)]

@@ -24,7 +24,7 @@ use crate::cli::{Source, StoreArgs};
 use crate::credentials::{Journal, Journaled};
 use crate::host::{self, EXIT_INVALID, EXIT_OK, EXIT_OTHER, EXIT_TRANSPORT};
 use crate::progress::{self, End, Until, Waited};
-use crate::store::{Credentials, NO_PLACE};
+use crate::store::{Credentials, NO_PLACE, Store};
 use crate::untrusted::shown;
 use crate::{discovery, signals};
 
@@ -32,7 +32,7 @@ use loopback::Loopback;
 
 /// Where logins are kept, or `None` once it said why it cannot know.
 async fn chosen(store: &StoreArgs) -> Option<Credentials> {
-    match Credentials::choose(store).await {
+    match Store::choose(store).await.map(|store| store.credentials()) {
         Ok(Some(store)) => Some(store),
         Ok(None) => {
             eprintln!("runvil: {NO_PLACE}");

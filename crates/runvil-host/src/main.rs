@@ -65,9 +65,15 @@ fn main() -> ExitCode {
         // No runtime: `check` must not let the Pack's connection tasks run at all.
         Command::Check { source } => check::run(&source),
         Command::Demo => block_on(demo::run()),
-        Command::Serve { source, wait } => {
-            block_on(serve::run(&source, std::time::Duration::from_secs(wait)))
-        }
+        Command::Serve {
+            source,
+            wait,
+            store,
+        } => block_on(serve::run(
+            &source,
+            std::time::Duration::from_secs(wait),
+            &store,
+        )),
         Command::Tools {
             namespace,
             tool,
@@ -97,6 +103,7 @@ fn main() -> ExitCode {
             yes,
             source,
             wait,
+            store,
         } => {
             let asked = trust::Asked {
                 namespace: &namespace,
@@ -104,7 +111,7 @@ fn main() -> ExitCode {
                 yes: yes.as_deref(),
                 wait,
             };
-            block_on(trust::trust(asked, &source))
+            block_on(trust::trust(asked, &source, &store))
         }
         Command::Add {
             name,

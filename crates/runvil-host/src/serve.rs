@@ -27,10 +27,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use runvil_plugin::{BackendStatus, Pack, Progress, ProgressSink, StatusReceiver};
 use serde_json::Value;
 
-use crate::cli::Source;
+use crate::cli::{Source, StoreArgs};
 use crate::discovery;
-use crate::host::{self, EXIT_OK, EXIT_OTHER};
+use crate::host::{self, EXIT_OK, EXIT_OTHER, Lent};
 use crate::signals;
+use crate::store::Store;
 
 /// One of the Pack's tools as the gateway offers it.
 struct Offered {
@@ -195,7 +196,7 @@ async fn say_held(mut status: StatusReceiver) {
 
 /// Serves until the client closes stdin (exit 0) or a signal (128 + the signal); either way
 /// the Pack is shut down first, so every session it opened is ended.
-pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
+pub(crate) async fn run(source: &Source, wait: Duration, store: &StoreArgs) -> u8 {
     let config = match discovery::load(source) {
         Ok(config) => config,
         Err(e) => {
@@ -203,13 +204,22 @@ pub(crate) async fn run(source: &Source, wait: Duration) -> u8 {
             return EXIT_OTHER;
         }
     };
-    let pack = match host::build_pinned_pack(config.servers) {
+    let store = match Store::choose(store).await {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("runvil: {e}");
+            return EXIT_OTHER;
+        }
+    };
+    let pack = match host::build_pack_with(config.servers, Lent::kept(&store)) {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");
             return EXIT_OTHER;
         }
     };
+    // Another process's approval or rejection counts at the next call.
+    let _following = store.follow(&pack);
     // On stderr, which clients keep in their logs: which file this gateway serves, and what
     // in it runvil does not honour as other clients do (as `runvil check` says it).
     eprintln!(

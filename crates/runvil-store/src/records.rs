@@ -10,12 +10,11 @@ use crate::{Database, Error};
 /// What a record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
-    /// A server's pins: the tool definitions trusted.
+    /// A server's pins: the tool definitions trusted, and the reviews `runvil trust --yes`
+    /// approves (one record, so one compare-and-set covers both).
     Pins,
     /// A server's login, sealed.
     Credentials,
-    /// What a review showed, which `trust --yes` approves.
-    Review,
 }
 
 impl Kind {
@@ -24,13 +23,12 @@ impl Kind {
         match self {
             Self::Pins => "pins",
             Self::Credentials => "credentials",
-            Self::Review => "review",
         }
     }
 
     /// The kind the column's text names.
     pub fn parse(text: &str) -> Option<Self> {
-        [Self::Pins, Self::Credentials, Self::Review]
+        [Self::Pins, Self::Credentials]
             .into_iter()
             .find(|kind| kind.as_str() == text)
     }
