@@ -39,7 +39,7 @@ use reqwest::header::HeaderValue;
 use reqwest::{Client, Url};
 use runvil_plugin::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, CLIENT_METADATA_URL,
-    CREDENTIAL_STORE, CredentialStore, Services,
+    CREDENTIAL_STORE, CredentialHold, CredentialStore, Services,
 };
 use tokio::time::Instant;
 use zeroize::Zeroizing;
@@ -271,11 +271,19 @@ impl Authorization {
             .await
             .ok()
             .flatten();
-        let Some(mut restored) =
-            text.and_then(|text| stored::restore(&canonical(self.server.expose()), &text))
-        else {
-            return;
-        };
+        if let Some(restored) = text.and_then(|text| self.restore(&text)) {
+            self.take_up(&mut flow, restored);
+        }
+    }
+
+    /// The record in `text` if it is one of this server's.
+    fn restore(&self, text: &str) -> Option<stored::Restored> {
+        stored::restore(&canonical(self.server.expose()), text)
+    }
+
+    /// Makes what a record kept the current authorization, unless it is of a client or an
+    /// issuer the configuration no longer names.
+    fn take_up(&self, flow: &mut FlowState, mut restored: stored::Restored) {
         if restored.configured {
             // The configuration's client, with the secret or key it has now; a record of
             // another client, or of an issuer the entry no longer names, serves no more.
@@ -314,19 +322,24 @@ impl Authorization {
         );
         flow.clients
             .insert(restored.issuer.clone(), restored.client);
+        if flow.issuer.as_ref() != Some(&restored.issuer) {
+            // Another authorization server's endpoints are looked up at the next refresh.
+            flow.metadata = None;
+        }
         flow.issuer = Some(restored.issuer);
         flow.resource = restored.resource;
         flow.scopes = restored.scopes;
         if dpop.is_some() {
             flow.dpop = dpop;
         }
-        self.install(&mut flow, restored.tokens);
+        self.install(flow, restored.tokens);
     }
 
-    /// Keeps the current authorization in the Host's store, if it lent one. A failure to save
-    /// costs the next run a login, so it is logged, not returned (the Host's store knows it
-    /// too, and a login command says so).
-    async fn save(&self, flow: &FlowState) {
+    /// Keeps the current authorization in the Host's store, if it lent one, through `held`
+    /// when the store holds the key (a refresh). A failure to save costs the next run a
+    /// login, so it is logged, not returned (the Host's store knows it too, and a login
+    /// command says so).
+    async fn save(&self, flow: &FlowState, held: Option<Box<dyn CredentialHold>>) {
         let Some(store) = self.host.store.clone() else {
             return;
         };
@@ -355,10 +368,30 @@ impl Authorization {
             return;
         };
         let key = self.namespace.clone();
-        let saved = tokio::task::spawn_blocking(move || store.save(&key, &record)).await;
+        let saved = tokio::task::spawn_blocking(move || match held {
+            Some(held) => held.save(&record),
+            None => store.save(&key, &record),
+        })
+        .await;
         if let Ok(Err(error)) = saved {
             let error = show(&self.scrubber, &error.reason, MAX_ERROR_CHARS);
             tracing::warn!(server = %log_safe(&self.namespace), error = %error.line(), "the credentials could not be saved");
+        }
+    }
+
+    /// The Host store's hold of this server's key, when it offers one; a store that cannot
+    /// hold it now is logged, and the refresh goes on without.
+    async fn hold(&self) -> Option<Box<dyn CredentialHold>> {
+        let store = self.host.store.clone()?;
+        let key = self.namespace.clone();
+        match tokio::task::spawn_blocking(move || store.hold(&key)).await {
+            Ok(Ok(hold)) => hold,
+            Ok(Err(error)) => {
+                let error = show(&self.scrubber, &error.reason, MAX_ERROR_CHARS);
+                tracing::warn!(server = %log_safe(&self.namespace), error = %error.line(), "the credentials could not be held for a refresh; refreshing without");
+                None
+            }
+            Err(_) => None,
         }
     }
 
@@ -407,7 +440,29 @@ impl Authorization {
         self.authorize(http, &mut flow, challenge, step_up).await
     }
 
+    /// Holds the key in the Host's store (if it can), so that a refresh token shared with
+    /// other processes is redeemed once: the record is read again inside the hold, and tokens
+    /// another process got since ours were read are taken up instead of redeeming ours.
     async fn refresh(&self, http: &Client, flow: &mut FlowState) -> Result<(), AuthError> {
+        let mut held = self.hold().await;
+        if let Some(hold) = held.take() {
+            let (hold, text) = tokio::task::spawn_blocking(move || {
+                let mut hold = hold;
+                let text = hold.load().ok().flatten().map(Zeroizing::new);
+                (hold, text)
+            })
+            .await
+            .map_err(|_| AuthError::refused("the credential store failed"))?;
+            let ours = flow.tokens.as_ref().map(|tokens| tokens.access.expose());
+            match text.and_then(|text| self.restore(&text)) {
+                Some(newer) if Some(newer.tokens.access.expose()) != ours => {
+                    tracing::debug!(server = %log_safe(&self.namespace), "taking up the tokens another process refreshed");
+                    self.take_up(flow, newer);
+                    return Ok(());
+                }
+                _ => held = Some(hold),
+            }
+        }
         let no_refresh = || AuthError::refused("no refresh token");
         let refresh = flow
             .tokens
@@ -445,7 +500,7 @@ impl Authorization {
         match result {
             Ok(tokens) => {
                 self.install(flow, tokens);
-                self.save(flow).await;
+                self.save(flow, held).await;
                 Ok(())
             }
             Err(error) => {
@@ -575,7 +630,7 @@ impl Authorization {
         flow.metadata = Some(metadata);
         flow.ran_out = false;
         self.install(flow, tokens);
-        self.save(flow).await;
+        self.save(flow, None).await;
         Ok(())
     }
 

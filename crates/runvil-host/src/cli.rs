@@ -190,6 +190,8 @@ pub(crate) enum Command {
         http: HttpArgs,
         #[command(flatten)]
         gateway: GatewayArgs,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Say whether each server of the config is accepted or refused, and why, without
     /// connecting to any. Exits 0 when every entry is accepted, 1 otherwise.
@@ -213,6 +215,8 @@ pub(crate) enum Command {
         /// Print the authorization URL on stderr instead of opening a browser.
         #[arg(long)]
         no_browser: bool,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Review the tools of a server that are held because they changed since they were
     /// approved (or trusted at first use) or are new, field by field, and approve them: until
@@ -235,6 +239,8 @@ pub(crate) enum Command {
         /// server that is down is said when its first attempt ends]
         #[arg(long, value_name = "SECS")]
         wait: Option<u64>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Add a remote MCP server to the config, as `claude mcp add` does: every other entry,
     /// field and comment stays as written. Without --config it writes the file the other
@@ -336,6 +342,8 @@ pub(crate) enum Command {
         namespace: String,
         #[command(flatten)]
         source: Source,
+        #[command(flatten)]
+        store: StoreArgs,
     },
 }
 
@@ -471,4 +479,47 @@ pub(crate) struct Answer {
     /// Print output exactly as it was received (the default otherwise).
     #[arg(long, overrides_with = "pretty")]
     pub(crate) compact: bool,
+
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+}
+
+/// Where state is kept: the files, or a PostgreSQL database several runvil share.
+#[derive(Debug, Args)]
+pub(crate) struct StoreArgs {
+    /// Keep logins and approvals in this PostgreSQL database instead of the files:
+    /// postgres://USER:PASSWORD@HOST:PORT/DATABASE (add ?sslmode=require for one elsewhere).
+    /// Prefer $RUNVIL_STORE: other users of the machine can read a command line
+    #[arg(long, value_name = "DSN", env = "RUNVIL_STORE", hide_env_values = true, value_parser = secret_text)]
+    pub(crate) store: Option<SecretText>,
+
+    /// The file of the key that seals credentials in --store's database (64 hex characters,
+    /// 0600; made when missing): the same for every runvil sharing the database, which
+    /// never holds it
+    #[arg(long, value_name = "PATH", env = "RUNVIL_STORE_KEY_FILE")]
+    pub(crate) store_key_file: Option<PathBuf>,
+}
+
+/// A value that may hold a secret (a connection string's password): clap keeps it, and
+/// nothing prints it, `Debug` included.
+#[derive(Clone)]
+pub(crate) struct SecretText(zeroize::Zeroizing<String>);
+
+impl SecretText {
+    /// The text, for the one parser that reads it.
+    pub(crate) fn text(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// clap's parser of a [`SecretText`]: it takes any text, so clap never quotes the value in an
+/// error; `store` parses it, with errors of its own that never show it.
+fn secret_text(text: &str) -> Result<SecretText, std::convert::Infallible> {
+    Ok(SecretText(zeroize::Zeroizing::new(text.to_owned())))
 }

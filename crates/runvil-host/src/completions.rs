@@ -21,8 +21,9 @@ use serde_json::Value;
 
 use crate::cli::{Cli, Source};
 use crate::discovery;
-use crate::host::{self, EXIT_OK, EXIT_OTHER};
+use crate::host::{self, EXIT_OK, EXIT_OTHER, Lent};
 use crate::policy::COMPLETIONS_WAIT;
+use crate::store::Store;
 
 /// The subcommands and their arguments that take a namespace.
 const NAMESPACE_ARGS: &[(&str, &str)] = &[
@@ -96,7 +97,7 @@ fn namespaces(servers: &Value) -> Vec<String> {
 /// The tool names of the servers ready within [`COMPLETIONS_WAIT`], every server's together,
 /// in name order.
 async fn tools(servers: Value) -> Vec<String> {
-    let Ok(pack) = host::build_pinned_pack(servers) else {
+    let Ok(pack) = host::build_pack_with(servers, Lent::kept(&Store::Files)) else {
         return Vec::new();
     };
     let mut status = pack.status();

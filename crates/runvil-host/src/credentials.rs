@@ -7,18 +7,22 @@
 //! could read or change it (its permissions, its owner, its folder's). Errors name the file,
 //! never a value.
 //!
-//! The store also keeps a journal of what the Pack did with each key in this process (whether
-//! a load found a record, how the last save ended), so `runvil login` says what was kept
-//! rather than what it hopes: the Pack decides which tokens it saves, and a save that fails
-//! is only a warning to it.
+//! A refresh holds the file's lock across processes (`record_lock`), so two runvil processes
+//! that need new tokens at once redeem the refresh token once.
+//!
+//! `runvil login` keeps a journal of what the Pack did with each key in this process
+//! ([`Journaled`], over this file or the PostgreSQL store: whether a load found a record, how
+//! the last save ended), so it says what was kept rather than what it hopes: the Pack decides
+//! which tokens it saves, and a save that fails is only a warning to it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use runvil_plugin::{CredentialStore, StoreError};
+use runvil_plugin::{CredentialHold, CredentialStore, StoreError};
 
 use crate::record_file::{Kind, RecordFile};
+use crate::record_lock;
 
 /// The credentials file in the words of its errors.
 const CREDENTIALS: Kind = Kind {
@@ -29,7 +33,11 @@ const CREDENTIALS: Kind = Kind {
 /// The credentials file.
 pub(crate) struct FileStore {
     file: RecordFile,
-    /// What happened to each key in this process.
+}
+
+/// A credential store, with a journal of what happened to each key in this process.
+pub(crate) struct Journaled {
+    store: Arc<dyn CredentialStore>,
     journal: Mutex<BTreeMap<String, Journal>>,
 }
 
@@ -55,7 +63,6 @@ impl FileStore {
     fn at(path: PathBuf) -> Self {
         Self {
             file: RecordFile::new(path, CREDENTIALS),
-            journal: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -75,17 +82,6 @@ impl FileStore {
         self.read().map(|records| records.contains_key(key))
     }
 
-    /// What happened to `key` in this process.
-    pub(crate) fn journal(&self, key: &str) -> Journal {
-        self.journals().get(key).cloned().unwrap_or_default()
-    }
-
-    fn journals(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Journal>> {
-        self.journal
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     fn read(&self) -> Result<BTreeMap<String, String>, String> {
         self.file.read()
     }
@@ -97,23 +93,20 @@ impl FileStore {
 
 impl CredentialStore for FileStore {
     fn load(&self, key: &str) -> Option<String> {
-        let record = match self.read() {
+        match self.read() {
             Ok(mut records) => records.remove(key),
             Err(e) => {
                 eprintln!("runvil: {e}");
                 None
             }
-        };
-        self.journals().entry(key.to_owned()).or_default().found = Some(record.is_some());
-        record
+        }
     }
 
     fn save(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        let saved = self.change(|records| {
+        self.change(|records| {
             records.insert(key.to_owned(), value.to_owned());
-        });
-        self.journals().entry(key.to_owned()).or_default().saved = Some(saved.clone());
-        saved.map_err(StoreError::new)
+        })
+        .map_err(StoreError::new)
     }
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
@@ -121,6 +114,83 @@ impl CredentialStore for FileStore {
             records.remove(key);
         })
         .map_err(StoreError::new)
+    }
+
+    /// The file's lock across processes (`record_lock`), for a refresh.
+    fn hold(&self, key: &str) -> Result<Option<Box<dyn CredentialHold>>, StoreError> {
+        let path = self.path().to_path_buf();
+        let lock = record_lock::lock(&path, record_lock::LOCK_WAIT).map_err(StoreError::new)?;
+        Ok(Some(Box::new(FileHold {
+            file: RecordFile::new(path, CREDENTIALS),
+            key: key.to_owned(),
+            _lock: lock,
+        })))
+    }
+}
+
+/// One key of the credentials file, held by this process until dropped.
+struct FileHold {
+    file: RecordFile,
+    key: String,
+    _lock: std::fs::File,
+}
+
+impl CredentialHold for FileHold {
+    fn load(&mut self) -> Result<Option<String>, StoreError> {
+        let mut records = self.file.read().map_err(StoreError::new)?;
+        Ok(records.remove(&self.key))
+    }
+
+    fn save(self: Box<Self>, value: &str) -> Result<(), StoreError> {
+        self.file
+            .change(|records| {
+                records.insert(self.key.clone(), value.to_owned());
+            })
+            .map_err(StoreError::new)
+    }
+}
+
+impl Journaled {
+    /// `store`, journaled.
+    pub(crate) fn new(store: Arc<dyn CredentialStore>) -> Self {
+        Self {
+            store,
+            journal: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// What happened to `key` in this process.
+    pub(crate) fn journal(&self, key: &str) -> Journal {
+        self.journals().get(key).cloned().unwrap_or_default()
+    }
+
+    fn journals(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Journal>> {
+        self.journal
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl CredentialStore for Journaled {
+    fn load(&self, key: &str) -> Option<String> {
+        let record = self.store.load(key);
+        self.journals().entry(key.to_owned()).or_default().found = Some(record.is_some());
+        record
+    }
+
+    fn save(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        let saved = self.store.save(key, value);
+        let kept = saved.clone().map_err(|e| e.reason);
+        self.journals().entry(key.to_owned()).or_default().saved = Some(kept);
+        saved
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.store.delete(key)
+    }
+
+    fn hold(&self, key: &str) -> Result<Option<Box<dyn CredentialHold>>, StoreError> {
+        self.store.hold(key)
     }
 }
 
@@ -188,7 +258,9 @@ mod tests {
     #[test]
     fn the_journal_says_what_loads_found_and_how_saves_ended() {
         let dir = scratch("journal");
-        let store = store(&dir);
+        let file = Arc::new(store(&dir));
+        let temporary = file.file.temporary();
+        let store = Journaled::new(file);
         assert_eq!(store.journal("a"), Journal::default());
         assert_eq!(store.load("a"), None);
         assert_eq!(store.journal("a").found, Some(false));
@@ -197,7 +269,7 @@ mod tests {
         assert_eq!(store.load("a").as_deref(), Some("one"));
         assert_eq!(store.journal("a").found, Some(true));
         // A save that cannot write: its error is kept, naming the file.
-        fs::create_dir_all(store.file.temporary().join("x")).expect("blocker");
+        fs::create_dir_all(temporary.join("x")).expect("blocker");
         let error = store.save("b", "two").expect_err("cannot write").reason;
         assert_eq!(store.journal("b").saved, Some(Err(error.clone())));
         assert!(error.starts_with("cannot write "), "{error}");

@@ -1,7 +1,7 @@
 //! `runvil tools` and `runvil call`, and what every command shares: installing the Plugin
-//! through the contract with what each command lends it (the credentials file, the pins file
-//! with `runvil trust`'s hint, an authorizer), exit codes, and the one way results reach
-//! stdout.
+//! through the contract with what each command lends it (the credentials file or `--store`'s
+//! database, the pins file with `runvil trust`'s hint, an authorizer), exit codes, and the one
+//! way results reach stdout.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use crate::output::Format;
 use crate::pins::{self, PinFile};
 use crate::policy::MAX_SUGGESTION_EDITS;
 use crate::progress::Until;
+use crate::store::{Credentials, Store};
 use crate::untrusted::shown;
 use crate::{discovery, progress, signals};
 
@@ -152,13 +153,21 @@ async fn respond(
         },
         None => config.servers,
     };
-    let pack = match build_pinned_pack(servers) {
+    let store = match Store::choose(&answer.store).await {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("runvil: {e}");
+            return EXIT_OTHER;
+        }
+    };
+    let pack = match build_pack_with(servers, Lent::kept(&store)) {
         Ok(pack) => pack,
         Err(e) => {
             eprintln!("runvil: {e}");
             return EXIT_OTHER;
         }
     };
+    let _following = store.follow(&pack);
     let format = Format::choose(
         answer.pretty,
         answer.compact,
@@ -293,7 +302,7 @@ impl Lent {
     /// A pins file that cannot be used is said too, once, before any server is listed: the
     /// Pack then holds every tool with that reason, and under `serve` a person reads only the
     /// client's log of runvil's stderr.
-    pub(crate) fn pinned() -> Self {
+    fn pinned() -> Self {
         let pins = match PinFile::default_place() {
             Some(pins) => {
                 if let Err(e) = pins.check() {
@@ -316,6 +325,21 @@ impl Lent {
     }
 }
 
+impl Lent {
+    /// What `tools`, `call` and `serve` lend, from where `store` keeps it: the files
+    /// ([`Lent::pinned`]), or the database's logins and records of trusted tools.
+    pub(crate) fn kept(store: &Store) -> Self {
+        match store.database_pins() {
+            None => Self::pinned(),
+            Some(pins) => Self {
+                credentials: store.credentials().as_ref().map(Credentials::lent),
+                pins: Some(pins),
+                authorizer: None,
+            },
+        }
+    }
+}
+
 /// Installs `plugin_mcp` through the contract and builds its Pack on `runtime`, with the
 /// credentials file lent (so servers a user logged in to stay authorized) and no way to log
 /// in but the hint, and no pins: for `check`, whose Pack never runs, and `demo`, which writes
@@ -324,12 +348,8 @@ pub(crate) fn build_pack(servers: Value, runtime: Handle) -> Result<Arc<dyn Pack
     build_pack_on(servers, runtime, Lent::credentials())
 }
 
-/// The Pack of `tools`, `call` and `serve`, on the current runtime: [`Lent::pinned`].
-pub(crate) fn build_pinned_pack(servers: Value) -> Result<Arc<dyn Pack>, String> {
-    build_pack_on(servers, Handle::current(), Lent::pinned())
-}
-
-/// [`build_pack`] on the current runtime, with what `lent` holds (`login`, `trust`).
+/// [`build_pack`] on the current runtime, with what `lent` holds (`tools`, `call`, `serve`,
+/// `login`, `trust`).
 pub(crate) fn build_pack_with(servers: Value, lent: Lent) -> Result<Arc<dyn Pack>, String> {
     build_pack_on(servers, Handle::current(), lent)
 }

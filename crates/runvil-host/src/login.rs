@@ -15,28 +15,45 @@
 
 mod loopback;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use runvil_plugin::{Authorizer, BackendState, CredentialStore};
 
-use crate::cli::Source;
-use crate::credentials::{FileStore, Journal};
+use crate::cli::{Source, StoreArgs};
+use crate::credentials::{Journal, Journaled};
 use crate::host::{self, EXIT_INVALID, EXIT_OK, EXIT_OTHER, EXIT_TRANSPORT};
 use crate::progress::{self, End, Until, Waited};
+use crate::store::{Credentials, NO_PLACE, Store};
 use crate::untrusted::shown;
 use crate::{discovery, signals};
 
 use loopback::Loopback;
 
-/// What is said when no place for the credentials file is known.
-const NO_PLACE: &str = "no place for the credentials file: set HOME or RUNVIL_CREDENTIALS";
+/// Where logins are kept, or `None` once it said why it cannot know.
+async fn chosen(store: &StoreArgs) -> Option<Credentials> {
+    match Store::choose(store).await.map(|store| store.credentials()) {
+        Ok(Some(store)) => Some(store),
+        Ok(None) => {
+            eprintln!("runvil: {NO_PLACE}");
+            None
+        }
+        Err(e) => {
+            eprintln!("runvil: {e}");
+            None
+        }
+    }
+}
 
 /// `runvil login NS`.
-pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_browser: bool) -> u8 {
-    let Some(store) = FileStore::default_place() else {
-        eprintln!("runvil: {NO_PLACE}");
+pub(crate) async fn login(
+    namespace: String,
+    source: &Source,
+    wait: u64,
+    no_browser: bool,
+    store: &StoreArgs,
+) -> u8 {
+    let Some(store) = chosen(store).await else {
         return EXIT_OTHER;
     };
     let config = match discovery::load(source) {
@@ -54,7 +71,7 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
             return EXIT_INVALID;
         }
     };
-    if let Err(e) = store.check() {
+    if let Err(e) = store.check(&namespace).await {
         eprintln!("runvil: cannot log in to {}: {e}", shown(&namespace));
         return EXIT_OTHER;
     }
@@ -65,9 +82,10 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
             return EXIT_OTHER;
         }
     };
-    let store = Arc::new(store);
+    let place = store.place();
+    let journaled = Arc::new(Journaled::new(store.lent()));
     let authorizer: Arc<dyn Authorizer> = loopback.clone();
-    let kept: Arc<dyn CredentialStore> = store.clone();
+    let kept: Arc<dyn CredentialStore> = journaled.clone();
     // No pins: a login writes the credentials file only, and the first listing of `tools`,
     // `call`, `serve` or `trust` is the one trusted.
     let lent = host::Lent {
@@ -87,8 +105,8 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
         waited = progress::wait(pack.status(), Some(&namespace), wait, Until::Settled) => {
             let seen = Seen {
                 asked: loopback.asked(),
-                journal: store.journal(&namespace),
-                file: store.path(),
+                journal: journaled.journal(&namespace),
+                place: &place,
             };
             let (said, code) = verdict(&waited, &namespace, &seen);
             eprintln!("runvil: {said}");
@@ -104,11 +122,11 @@ pub(crate) async fn login(namespace: String, source: &Source, wait: u64, no_brow
 }
 
 /// What runvil saw of a login: whether the user was asked, what the store did with the
-/// server's key, and the file.
+/// server's key, and where the store keeps it.
 struct Seen<'a> {
     asked: bool,
     journal: Journal,
-    file: &'a Path,
+    place: &'a str,
 }
 
 /// What `login` says, and its exit code, from where the server stood when the wait ended and
@@ -130,7 +148,7 @@ fn verdict(waited: &Waited, namespace: &str, seen: &Seen<'_>) -> (String, u8) {
                 format!(
                     "{name} was authorized for this run only: nothing was kept in {}, so the \
                      next command cannot use it",
-                    seen.file.display()
+                    seen.place
                 ),
                 EXIT_OTHER,
             ),
@@ -153,18 +171,17 @@ fn verdict(waited: &Waited, namespace: &str, seen: &Seen<'_>) -> (String, u8) {
 /// `runvil logout NS`: forgets the record kept for NS. Nothing kept is no error (the record is
 /// gone either way, exit 0), unless the config has no such server: then it is most likely a
 /// typo, said as `call` says it (exit 2).
-pub(crate) fn logout(namespace: &str, source: &Source) -> u8 {
-    let Some(store) = FileStore::default_place() else {
-        eprintln!("runvil: {NO_PLACE}");
+pub(crate) async fn logout(namespace: &str, source: &Source, store: &StoreArgs) -> u8 {
+    let Some(store) = chosen(store).await else {
         return EXIT_OTHER;
     };
     let name = shown(namespace);
-    match store.has(namespace) {
+    match store.has(namespace).await {
         Err(e) => {
             eprintln!("runvil: {e}");
             EXIT_OTHER
         }
-        Ok(true) => match store.delete(namespace) {
+        Ok(true) => match store.forget(namespace).await {
             Ok(()) => {
                 eprintln!("runvil: forgot the credentials of {name}");
                 EXIT_OK
@@ -192,7 +209,7 @@ pub(crate) fn logout(namespace: &str, source: &Source) -> u8 {
             }
             eprintln!(
                 "runvil: nothing was stored for {name} in {}; nothing to forget",
-                store.path().display()
+                store.place()
             );
             EXIT_OK
         }
@@ -221,7 +238,7 @@ mod tests {
         Seen {
             asked,
             journal: Journal { found, saved },
-            file: Path::new("/home/me/.local/state/runvil/credentials.json"),
+            place: "/home/me/.local/state/runvil/credentials.json",
         }
     }
 

@@ -16,12 +16,15 @@
 //!   gateway). `signals`: what stops a command, and its exit code.
 //! - `trust`: reviewing and approving the tools the Pack holds. `disable`: turning a server
 //!   or a tool off and on (`disable`, `enable`), kept with the approvals.
-//! - `record_file`: the one kind of state file; `credentials`: the file where logins are kept;
-//!   `pins`: the file of the tool definitions the user trusts.
+//! - `record_file`: the one kind of state file, and `record_lock` its lock across processes;
+//!   `credentials`: the file where logins are kept; `pins`: the file of the tool definitions
+//!   the user trusts.
 //! - `policy`: runvil's own limits and waits, each a named constant.
 //! - `untrusted`: how a text that came through the Pack is printed, so it cannot forge a line.
 //! - `gateway`: the team gateway's authentication, policy and audit trail (`serve --http`),
 //!   and the commands `audit` and `gateway-key`.
+//! - `store`: the files or `--store`'s PostgreSQL database (the `runvil-store` crate), and
+//!   `key_file`: a key kept in a file (the store key, which seals credentials there).
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.
@@ -37,6 +40,7 @@ mod discovery;
 mod edit;
 mod gateway;
 mod host;
+mod key_file;
 mod logging;
 mod login;
 mod output;
@@ -44,8 +48,10 @@ mod pins;
 mod policy;
 mod progress;
 mod record_file;
+mod record_lock;
 mod serve;
 mod signals;
+mod store;
 mod trust;
 mod untrusted;
 
@@ -74,10 +80,13 @@ fn main() -> ExitCode {
             wait,
             http,
             gateway,
+            store,
         } => {
             let waits = serve::Waits::from_flag(wait);
             match serve::http::Settings::of(http) {
-                Some(settings) => block_on(serve::http::run(&source, waits, settings, &gateway)),
+                Some(settings) => {
+                    block_on(serve::http::run(&source, &store, waits, settings, &gateway))
+                }
                 // Who is let in, what each may use and what is recorded are the HTTP
                 // gateway's: stdio has one client, the process that started runvil.
                 None => match gateway.first_given() {
@@ -87,7 +96,7 @@ fn main() -> ExitCode {
                         );
                         host::EXIT_INVALID
                     }
-                    None => block_on(serve::run_stdio(&source, waits)),
+                    None => block_on(serve::run_stdio(&source, &store, waits)),
                 },
             }
         }
@@ -107,14 +116,20 @@ fn main() -> ExitCode {
             source,
             wait,
             no_browser,
-        } => block_on(login::login(namespace, &source, wait, no_browser)),
-        Command::Logout { namespace, source } => login::logout(&namespace, &source),
+            store,
+        } => block_on(login::login(namespace, &source, wait, no_browser, &store)),
+        Command::Logout {
+            namespace,
+            source,
+            store,
+        } => block_on(login::logout(&namespace, &source, &store)),
         Command::Trust {
             namespace,
             tool,
             yes,
             source,
             wait,
+            store,
         } => {
             let asked = trust::Asked {
                 namespace: &namespace,
@@ -122,7 +137,7 @@ fn main() -> ExitCode {
                 yes: yes.as_deref(),
                 wait,
             };
-            block_on(trust::trust(asked, &source))
+            block_on(trust::trust(asked, &source, &store))
         }
         Command::Add {
             name,

@@ -1,5 +1,7 @@
-//! Where `runvil` keeps which tool definitions the user trusts: the pin store it lends the
-//! Pack, one JSON file of the Pack's key (one per server) to its record, opaque to runvil.
+//! Where `runvil` keeps which tool definitions the user trusts, without `--store`: the pin
+//! store it lends the Pack, one JSON file of the Pack's key (one per server) to its record,
+//! opaque to runvil. With `--store`, the same records under the same keys are the database's
+//! (`runvil_store::pins`, chosen in `store`).
 //!
 //! The file is `$RUNVIL_PINS`, else `pins.json` beside the credentials file at its usual place
 //! (`$XDG_STATE_HOME/runvil/pins.json`, else `~/.local/state/runvil/pins.json`). It is a

@@ -28,6 +28,8 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::record_lock;
+
 /// The file's permissions: the user reads and writes, nobody else.
 pub(crate) const FILE_MODE: u32 = 0o600;
 /// Its folder's, when runvil makes it.
@@ -155,9 +157,10 @@ impl RecordFile {
 
     /// Changes the records as [`RecordFile::change`] does, under a lock other processes take
     /// too, so that what `edit` decides from the records it reads is what is written: `edit`
-    /// answers what to say and whether to write. The lock is an exclusive lock
-    /// ([`fs::File::lock`]) on `<name>.lock` beside the file (created `0600`), held from the
-    /// read to the rename; a folder where it cannot be created is an error naming the file.
+    /// answers what to say and whether to write. The lock is [`record_lock`]'s (an exclusive
+    /// lock on `<name>.lock` beside the file, created `0600`, the same one the credentials
+    /// file's hold takes), held from the read to the rename; a folder where it cannot be
+    /// created is an error naming the file.
     pub(crate) fn change_locked<T>(
         &self,
         edit: impl FnOnce(&mut BTreeMap<String, String>) -> (T, bool),
@@ -166,21 +169,10 @@ impl RecordFile {
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let shown = self.path.display();
         self.make_folder()?;
-        let lock = self.beside(".lock");
-        let cannot = |e: std::io::Error| {
-            format!("cannot write {shown}: cannot lock {}: {e}", lock.display())
-        };
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(FILE_MODE)
-            .open(&lock)
-            .map_err(cannot)?;
-        // Released when `file` is closed, whatever happens in between.
-        file.lock().map_err(cannot)?;
+        // Released when dropped, whatever happens in between.
+        let _locked = record_lock::lock(&self.path, record_lock::LOCK_WAIT)
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
         let mut records = self.read()?;
         let (answer, write) = edit(&mut records);
         if write {

@@ -30,10 +30,11 @@ use runvil_plugin::{
 };
 use serde_json::Value;
 
-use crate::cli::{DEFAULT_WAIT_SECS, Source};
+use crate::cli::{DEFAULT_WAIT_SECS, Source, StoreArgs};
 use crate::discovery::{self, Config};
-use crate::host::{self, EXIT_OTHER};
+use crate::host::{self, EXIT_OTHER, Lent};
 use crate::policy::FIRST_LISTING_WAIT;
+use crate::store::Store;
 
 pub(crate) use stdio::run as run_stdio;
 
@@ -199,17 +200,17 @@ pub(crate) fn progress_queue() -> (ProgressSink, tokio::sync::mpsc::Receiver<Pro
     (sink, notices)
 }
 
-/// Reads the config and builds the Pack with the user's pins, saying on stderr what fails.
-fn start(source: &Source) -> Result<(Config, Arc<dyn Pack>), u8> {
-    let config = discovery::load(source).map_err(|e| {
+/// Reads the config, opens where state is kept and builds the Pack with the user's logins and
+/// pins from there, saying on stderr what fails.
+async fn start(source: &Source, store: &StoreArgs) -> Result<(Config, Store, Arc<dyn Pack>), u8> {
+    let said = |e: String| {
         eprintln!("runvil: {e}");
         EXIT_OTHER
-    })?;
-    let pack = host::build_pinned_pack(config.servers.clone()).map_err(|e| {
-        eprintln!("runvil: {e}");
-        EXIT_OTHER
-    })?;
-    Ok((config, pack))
+    };
+    let config = discovery::load(source).map_err(said)?;
+    let store = Store::choose(store).await.map_err(said)?;
+    let pack = host::build_pack_with(config.servers.clone(), Lent::kept(&store)).map_err(said)?;
+    Ok((config, store, pack))
 }
 
 /// Says on stderr (which clients keep in their logs, and a gateway's operator reads) how many

@@ -28,10 +28,11 @@ use std::time::Duration;
 
 use runvil_plugin::{BackendState, HeldTool, Pack, PinStore, StoreError};
 
-use crate::cli::{DEFAULT_WAIT_SECS, Source};
+use crate::cli::{DEFAULT_WAIT_SECS, Source, StoreArgs};
 use crate::host::{self, EXIT_INVALID, EXIT_OK, EXIT_OTHER, EXIT_TRANSPORT, Lent};
 use crate::pins::{NO_PLACE, PinFile};
 use crate::progress::{self, Until};
+use crate::store::{Credentials, Store};
 use crate::untrusted::shown;
 use crate::{discovery, signals};
 
@@ -52,7 +53,7 @@ pub(crate) struct Asked<'a> {
 }
 
 /// `runvil trust NS [TOOL]`.
-pub(crate) async fn trust(asked: Asked<'_>, source: &Source) -> u8 {
+pub(crate) async fn trust(asked: Asked<'_>, source: &Source, store: &StoreArgs) -> u8 {
     if let Some(typed) = asked
         .yes
         .unwrap_or_default()
@@ -67,12 +68,6 @@ pub(crate) async fn trust(asked: Asked<'_>, source: &Source) -> u8 {
         );
         return EXIT_INVALID;
     }
-    let Some(pins) = PinFile::default_place() else {
-        eprintln!("runvil: {NO_PLACE}");
-        return EXIT_OTHER;
-    };
-    // Its failures are said here, in this command's words.
-    let pins = pins.quiet();
     let config = match discovery::load(source) {
         Ok(config) => config,
         Err(e) => {
@@ -88,14 +83,26 @@ pub(crate) async fn trust(asked: Asked<'_>, source: &Source) -> u8 {
             return EXIT_INVALID;
         }
     };
-    if let Err(e) = pins.check() {
-        let name = shown(asked.namespace);
-        eprintln!("runvil: cannot review the tools of {name}: {e}");
-        return EXIT_OTHER;
-    }
-    let lent = Lent {
-        pins: Some(Arc::new(pins) as Arc<dyn PinStore>),
-        ..Lent::credentials()
+    let store = match Store::choose(store).await {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("runvil: {e}");
+            return EXIT_OTHER;
+        }
+    };
+    let lent = match store.database_pins() {
+        Some(pins) => Lent {
+            pins: Some(pins),
+            credentials: store.credentials().as_ref().map(Credentials::lent),
+            authorizer: None,
+        },
+        None => match pins_file(asked.namespace) {
+            Ok(pins) => Lent {
+                pins: Some(pins),
+                ..Lent::credentials()
+            },
+            Err(code) => return code,
+        },
     };
     let pack = match host::build_pack_with(servers, lent) {
         Ok(pack) => pack,
@@ -117,6 +124,22 @@ pub(crate) async fn trust(asked: Asked<'_>, source: &Source) -> u8 {
     };
     pack.shutdown().await;
     code
+}
+
+/// The pins file, its failures left to this command to say; an exit code once it said why
+/// it cannot be used.
+fn pins_file(namespace: &str) -> Result<Arc<dyn PinStore>, u8> {
+    let Some(pins) = PinFile::default_place() else {
+        eprintln!("runvil: {NO_PLACE}");
+        return Err(EXIT_OTHER);
+    };
+    let pins = pins.quiet();
+    if let Err(e) = pins.check() {
+        let name = shown(namespace);
+        eprintln!("runvil: cannot review the tools of {name}: {e}");
+        return Err(EXIT_OTHER);
+    }
+    Ok(Arc::new(pins))
 }
 
 /// Waits for the server, shows what it holds, and approves what the user says to.

@@ -3,7 +3,9 @@
 //! then `runvil call` with the kept token, then `runvil logout`; and a login that says the
 //! truth: 0 only when what it obtained is kept, a credentials file it cannot use refused
 //! before anyone is sent to a browser, a server's text unable to forge runvil's lines, and a
-//! browser page that says what the callback carried.
+//! browser page that says what the callback carried. With `--store`, the same login kept
+//! sealed in a throwaway PostgreSQL database, used by a second process, and the connection
+//! string's password shown nowhere.
 
 mod support;
 
@@ -223,6 +225,17 @@ async fn login(
     namespace: &str,
     config: &Temp,
     credentials: &Path,
+    browser: impl AsyncFnMut(&str),
+) -> Ended {
+    let env = [("RUNVIL_CREDENTIALS", credentials.as_os_str())];
+    login_with(namespace, config, &env, browser).await
+}
+
+/// [`login`] with `env` set for it.
+async fn login_with(
+    namespace: &str,
+    config: &Temp,
+    env: &[(&str, &std::ffi::OsStr)],
     mut browser: impl AsyncFnMut(&str),
 ) -> Ended {
     let mut login = tokio::process::Command::from(support::runvil_command(&[
@@ -235,7 +248,7 @@ async fn login(
         config.arg(),
     ]));
     login
-        .env("RUNVIL_CREDENTIALS", credentials)
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let mut child = login.spawn().expect("runvil login starts");
@@ -524,4 +537,298 @@ async fn the_browser_s_url_and_state_are_in_no_log_line_at_debug_or_trace() {
             "{level}: the Pack's own lines are still written: {stderr}"
         );
     }
+}
+
+/// The password of the store's database: it must appear in no output, at any log level.
+const STORE_CANARY: &str = "pg-canary-5d8e-do-not-print";
+
+/// `runvil` with `args`, every log line on, and the store and its key from the environment.
+fn with_store(args: &[&str], dsn: &str, key: &Path) -> std::process::Output {
+    support::runvil_command(args)
+        .env("RUST_LOG", "trace")
+        .env("RUNVIL_STORE", dsn)
+        .env("RUNVIL_STORE_KEY_FILE", key)
+        .env(
+            "RUNVIL_CREDENTIALS",
+            unique_temp_path("unused-credentials.json"),
+        )
+        .output()
+        .expect("runvil runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_kept_in_the_store_is_sealed_and_used_by_another_process() {
+    let Some(postgres) = shared_mcp_fixture::services::Postgres::start_with_password(STORE_CANARY)
+    else {
+        return;
+    };
+    let server = hostile::Hostile::start(oauth::World::default().handler()).await;
+    let config = Temp::config(json!({"s": {"url": server.url}}));
+    let dir = Temp::dir();
+    let key = dir.path().join("keys/store.key");
+    let file = dir.path().join("credentials.json");
+    let dsn = postgres.dsn();
+    let env = [
+        ("RUNVIL_STORE", std::ffi::OsStr::new(&dsn)),
+        ("RUNVIL_STORE_KEY_FILE", key.as_os_str()),
+        ("RUNVIL_CREDENTIALS", file.as_os_str()),
+        ("RUST_LOG", std::ffi::OsStr::new("trace")),
+    ];
+    let ended = login_with("s", &config, &env, approve).await;
+    let all = ended.all();
+    assert_eq!(ended.code, Some(0), "{all}");
+    assert!(
+        ended.said.iter().any(|l| l == "runvil: s is authorized"),
+        "{all}"
+    );
+    assert!(
+        !all.contains(STORE_CANARY) && !all.contains(oauth::TOKEN),
+        "{all}"
+    );
+    assert!(!file.exists(), "the credentials file is not written");
+    let mode = std::fs::metadata(&key)
+        .expect("the key made")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    let row = postgres.psql("SELECT kind, key, value FROM runvil.records");
+    assert!(row.starts_with("credentials|s|v1:"), "{row}");
+    assert!(
+        !row.contains(oauth::TOKEN) && !row.contains("client-1"),
+        "sealed: {row}"
+    );
+
+    let (config_arg, dsn2, key2) = (config.arg().to_owned(), dsn.clone(), key.clone());
+    let call = move |args: &[&str]| {
+        let mut args = args.to_vec();
+        args.extend(["--config", &config_arg]);
+        with_store(&args, &dsn2, &key2)
+    };
+    let called = tokio::task::spawn_blocking({
+        let call = call.clone();
+        move || call(&["call", "s", "echo", r#"{"text":"hi"}"#])
+    })
+    .await
+    .expect("ran");
+    assert_eq!(
+        text(&called.stdout).trim(),
+        "hi",
+        "{}",
+        text(&called.stderr)
+    );
+    assert!(!text(&called.stderr).contains(STORE_CANARY));
+
+    // The database away: said, naming it without its password; back: served again.
+    postgres.stop();
+    let away = tokio::task::spawn_blocking({
+        let call = call.clone();
+        move || call(&["call", "s", "echo", r#"{"text":"hi"}"#])
+    })
+    .await
+    .expect("ran");
+    let said = text(&away.stderr);
+    assert_eq!(away.status.code(), Some(1), "{said}");
+    assert!(
+        said.starts_with(&format!(
+            "runvil: cannot reach the store, database \"postgres\" at 127.0.0.1:{} as runvil: ",
+            postgres.port()
+        )),
+        "{said}"
+    );
+    assert!(!said.contains(STORE_CANARY), "{said}");
+    postgres.start_again();
+
+    // Another key opens nothing: a login is refused naming the server, not started afresh.
+    let other = dir.path().join("other.key");
+    let env = [
+        ("RUNVIL_STORE", std::ffi::OsStr::new(&dsn)),
+        ("RUNVIL_STORE_KEY_FILE", other.as_os_str()),
+    ];
+    let refused = login_with("s", &config, &env, async |url: &str| {
+        panic!("the user was asked: {url}")
+    })
+    .await;
+    assert_eq!(refused.code, Some(1), "{}", refused.all());
+    assert_eq!(
+        refused.said,
+        [
+            "runvil: cannot log in to s: the credentials of s in the store cannot be opened with \
+          the store key (--store-key-file): they were sealed under another key, or their row \
+          was changed; use the key they were sealed with, or `runvil logout s` and log in again"
+        ]
+    );
+
+    let (logout, after) =
+        tokio::task::spawn_blocking(move || (call(&["logout", "s"]), call(&["logout", "s"])))
+            .await
+            .expect("ran");
+    assert_eq!(
+        text(&logout.stderr).trim(),
+        "runvil: forgot the credentials of s"
+    );
+    assert_eq!(
+        text(&after.stderr).trim(),
+        format!(
+            "runvil: nothing was stored for s in the store (database \"postgres\" at \
+             127.0.0.1:{} as runvil); nothing to forget",
+            postgres.port()
+        )
+    );
+    // What is left is the record of s's trusted tools, which the call kept there too.
+    assert_eq!(
+        postgres.psql("SELECT kind FROM runvil.records").trim(),
+        "pins"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_s_password_is_shown_nowhere_at_any_log_level() {
+    let Some(postgres) = shared_mcp_fixture::services::Postgres::start_with_password(STORE_CANARY)
+    else {
+        return;
+    };
+    let dir = Temp::dir();
+    let key = dir.path().join("store.key");
+    let config = Temp::config(json!({}));
+    let port = postgres.port();
+    let wrong = format!("postgres://runvil:{STORE_CANARY}x@127.0.0.1:{port}/postgres");
+    let nothing = format!(
+        "postgres://runvil:{STORE_CANARY}@{}",
+        support::unreachable_url()
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+    );
+    let cases = [
+        (postgres.dsn(), 0, ""),
+        (
+            wrong,
+            1,
+            "password authentication failed for user \"runvil\"",
+        ),
+        (
+            nothing,
+            1,
+            "cannot reach the store, database \"runvil\" at 127.0.0.1:",
+        ),
+        (
+            format!("host=127.0.0.1 password='{STORE_CANARY}"),
+            1,
+            "is not a PostgreSQL connection string",
+        ),
+        (
+            format!("postgres://u:{STORE_CANARY}@h/d?sslmode={STORE_CANARY}"),
+            1,
+            "is not a PostgreSQL",
+        ),
+    ];
+    for (dsn, code, why) in cases {
+        let output = tokio::task::spawn_blocking({
+            let (config, key) = (config.arg().to_owned(), key.clone());
+            move || {
+                let listed = with_store(&["tools", "--config", &config], &dsn, &key);
+                let help = with_store(&["tools", "--help"], &dsn, &key);
+                let flag =
+                    support::runvil_command(&["tools", "--store", &dsn, "--config", &config])
+                        .env("RUST_LOG", "trace")
+                        .env("RUNVIL_STORE_KEY_FILE", &key)
+                        .output()
+                        .expect("runvil runs");
+                (listed, help, flag)
+            }
+        })
+        .await
+        .expect("ran");
+        let (listed, help, flag) = output;
+        let all = [&listed, &help, &flag]
+            .iter()
+            .map(|o| format!("{}{}", text(&o.stdout), text(&o.stderr)))
+            .collect::<String>();
+        assert_eq!(listed.status.code(), Some(code), "{all}");
+        assert_eq!(flag.status.code(), Some(code), "{all}");
+        assert!(text(&listed.stderr).contains(why), "{all}");
+        assert!(
+            !all.contains(STORE_CANARY) && !all.contains("canary"),
+            "{all}"
+        );
+        assert!(text(&help.stdout).contains("[env: RUNVIL_STORE]"), "{all}");
+    }
+}
+
+/// Two `runvil call`s sharing the credentials file, both holding the login's token when the
+/// server stops taking it: one redeems the refresh token while the other waits on the file's
+/// lock, then takes up what the first saved. Both answer; the refresh token was redeemed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_calls_needing_a_new_token_at_once_redeem_the_refresh_token_once() {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let revoked = Arc::new(AtomicBool::new(false));
+    let handler = oauth::refreshing(Arc::clone(&gate), Arc::clone(&revoked));
+    let server = hostile::Hostile::start(handler).await;
+    let config = Temp::config(json!({"s": {"url": server.url}}));
+    let dir = Temp::dir();
+    let credentials = dir.path().join("credentials.json");
+    let ended = login("s", &config, &credentials, approve).await;
+    assert_eq!(ended.code, Some(0), "{}", ended.all());
+    revoked.store(true, Ordering::SeqCst);
+
+    let call = || {
+        let mut command = tokio::process::Command::from(support::runvil_command(&[
+            "call",
+            "s",
+            "echo",
+            r#"{"text":"hi"}"#,
+            "--config",
+            config.arg(),
+        ]));
+        command.env("RUNVIL_CREDENTIALS", &credentials);
+        command.output()
+    };
+    let (a, b) = (tokio::spawn(call()), tokio::spawn(call()));
+    // One refresh is at the authorization server (held there) and the other call waits on the
+    // lock (a blocked lock of the lock file in /proc/locks); without it, the second refresh
+    // arrives instead.
+    let lock = dir.path().join("credentials.json.lock");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let redeemed = oauth::redemptions(&server.requests());
+        let inode = std::fs::metadata(&lock).map(|m| m.ino()).unwrap_or(0);
+        let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+        let waits = locks
+            .lines()
+            .any(|line| line.contains("->") && line.contains(&format!(":{inode} ")));
+        if redeemed >= 2 || (redeemed == 1 && waits) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the calls never met at the refresh"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for _ in 0..oauth::redemptions(&server.requests()) {
+        gate.notify_one();
+    }
+    for call in [a, b] {
+        let output = call.await.expect("joined").expect("runvil runs");
+        assert_eq!(
+            text(&output.stdout).trim(),
+            "hi",
+            "{}",
+            text(&output.stderr)
+        );
+    }
+    assert_eq!(
+        oauth::redemptions(&server.requests()),
+        1,
+        "the refresh token was redeemed once"
+    );
+    let kept = std::fs::read_to_string(&credentials).expect("kept");
+    assert!(
+        kept.contains(oauth::REFRESHED),
+        "the refreshed token is kept"
+    );
 }

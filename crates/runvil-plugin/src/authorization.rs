@@ -99,6 +99,30 @@ pub trait CredentialStore: Send + Sync {
     fn save(&self, key: &str, value: &str) -> Result<(), StoreError>;
     /// Forgets what is saved under `key`.
     fn delete(&self, key: &str) -> Result<(), StoreError>;
+
+    /// Takes `key` for the caller alone, across every process that shares this store, until
+    /// the [`CredentialHold`] is dropped or saves: what a Pack holds while it redeems a
+    /// refresh token, so that when two processes need new tokens at the same moment one
+    /// redeems it and the other, once it holds the key, reads what the first saved (a refresh
+    /// token may be good for one use only). Waits, for a bounded time, while another holds it.
+    ///
+    /// `Ok(None)`, the default: this store has no such lock (one process uses it); the Pack
+    /// then refreshes as it would with no other process. An `Err` (the store is unreachable,
+    /// the wait ran out) leaves the Pack to refresh without the hold, as it would without one.
+    fn hold(&self, key: &str) -> Result<Option<Box<dyn CredentialHold>>, StoreError> {
+        let _ = key;
+        Ok(None)
+    }
+}
+
+/// One key of a [`CredentialStore`], held by one caller ([`CredentialStore::hold`]); let go
+/// when dropped, unchanged unless [`CredentialHold::save`] was called.
+pub trait CredentialHold: Send {
+    /// The value saved under the key now, read inside the hold: another process may have
+    /// changed it since the caller last loaded it.
+    fn load(&mut self) -> Result<Option<String>, StoreError>;
+    /// Saves `value` under the key, replacing what was there, and lets the key go.
+    fn save(self: Box<Self>, value: &str) -> Result<(), StoreError>;
 }
 
 /// The Host's [`CredentialStore`]. Without one, authorizations last as long as the Pack.

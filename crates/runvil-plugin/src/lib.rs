@@ -17,8 +17,9 @@
 //!   what a Host observes of a running Pack (see [`Pack::status`], [`Pack::shutdown`]).
 //! - [`Services`], [`Service`], [`TOKIO_RUNTIME`]: typed values a Host lends to Packs.
 //! - [`Authorizer`], [`AuthorizeError`], [`AUTHORIZER`], [`CLIENT_METADATA_URL`],
-//!   [`AUTHORIZATION_HINT`], [`CredentialStore`], [`CREDENTIAL_STORE`]: the user's part of an OAuth authorization and
-//!   the storage of its outcome, which a Host lends to Packs that need them.
+//!   [`AUTHORIZATION_HINT`], [`CredentialStore`], [`CredentialHold`], [`CREDENTIAL_STORE`]: the
+//!   user's part of an OAuth authorization and the storage of its outcome, which a Host lends
+//!   to Packs that need them.
 //! - [`PinStore`], [`Stored`], [`Version`], [`Saved`], [`PIN_STORE`], [`TRUST_HINT`],
 //!   [`HeldTool`], [`Held`], [`FieldChange`], [`Excerpt`], [`StoreError`]: the user's trust in
 //!   the tools of a Pack's backends, kept between runs (records saved by compare-and-set),
@@ -47,7 +48,7 @@ mod trust;
 
 pub use authorization::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, AuthorizeError, Authorizer,
-    CLIENT_METADATA_URL, CREDENTIAL_STORE, CredentialStore,
+    CLIENT_METADATA_URL, CREDENTIAL_STORE, CredentialHold, CredentialStore,
 };
 pub use call::{CallOptions, View};
 pub use config::Config;

@@ -27,6 +27,8 @@
 //!   the check that a text holds none of them in any form).
 //! - feature `peers`: other SDKs' programs the tests run (`peers.rs`), installed on first use
 //!   at pinned versions.
+//! - feature `services`: throwaway PostgreSQL and nginx from the distribution's packages
+//!   (`services.rs`), for the tests of runvil's shared state.
 
 #![forbid(unsafe_code)]
 
@@ -50,6 +52,8 @@ pub mod peers;
 mod recorder;
 #[cfg(feature = "server")]
 mod server;
+#[cfg(feature = "services")]
+pub mod services;
 #[cfg(feature = "server")]
 mod tools;
 

@@ -2,9 +2,15 @@
 //! making on one loopback port, each bendable by a test: its protected resource metadata, its
 //! authorization server's metadata, registration, an authorization endpoint that approves at
 //! once, and the token endpoint. The server answers like [`mcp`] to the token it issued and
-//! with a `401` challenge to anything else.
+//! with a `401` challenge to anything else. [`refreshing`] is that world with refreshes a
+//! test holds and counts ([`redemptions`]); [`Approver`] (with feature `pack`) plays the
+//! user's browser for a Pack.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
 use crate::hostile::{Request, Script, Step, http, mcp};
 
@@ -128,5 +134,100 @@ impl World {
                 _ => answer("404 Not Found", &[], b""),
             }
         }
+    }
+}
+
+/// The refresh token [`refreshing`]'s authorization server grants with [`TOKEN`].
+pub const REFRESH: &str = "refresh-canary-7b2e";
+/// The access token a refresh grants, which [`refreshing`]'s server takes.
+pub const REFRESHED: &str = "tok-refreshed-canary-4c91";
+
+/// The handler of an MCP server behind an authorization server whose refreshes a test holds
+/// and counts: a login gets [`TOKEN`] (an hour) with [`REFRESH`]; once `revoked` is set, the
+/// server refuses [`TOKEN`] with a `401`, so a client must refresh; each refresh waits on
+/// `gate` (one `notify_one` lets one through) and answers [`REFRESHED`], which the server
+/// takes.
+pub fn refreshing(
+    gate: Arc<Notify>,
+    revoked: Arc<AtomicBool>,
+) -> impl Fn(&Request) -> Script + Send + Sync + 'static {
+    let world = World::default().handler();
+    move |r: &Request| {
+        let path = r.target.split('?').next().unwrap_or_default();
+        match (r.method.as_str(), path) {
+            ("POST", "/as/token") if is_refresh(r) => {
+                let body = json!({"access_token": REFRESHED, "token_type": "Bearer",
+                                  "expires_in": 3600, "refresh_token": "refresh-canary-8d03"});
+                let mut script = json_answer("200 OK", &body);
+                script.steps.insert(0, Step::Wait(Arc::clone(&gate)));
+                script
+            }
+            ("POST", "/as/token") => json_answer(
+                "200 OK",
+                &json!({"access_token": TOKEN, "token_type": "Bearer",
+                        "expires_in": 3600, "refresh_token": REFRESH}),
+            ),
+            ("POST", "/mcp")
+                if r.header("authorization") == Some(&format!("Bearer {REFRESHED}")) =>
+            {
+                mcp(r)
+            }
+            ("POST", "/mcp") if revoked.load(Ordering::SeqCst) => {
+                let mut refused = r.clone();
+                refused
+                    .headers
+                    .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+                world(&refused)
+            }
+            _ => world(r),
+        }
+    }
+}
+
+fn is_refresh(r: &Request) -> bool {
+    r.text.contains("grant_type=refresh_token")
+}
+
+/// How many of `requests` redeemed a refresh token.
+pub fn redemptions(requests: &[Request]) -> usize {
+    requests
+        .iter()
+        .filter(|r| r.target.starts_with("/as/token") && is_refresh(r))
+        .count()
+}
+
+/// The user's browser for a Pack: approves every authorization at once, answering with
+/// [`CODE`], the request's `state` and the issuer it was sent to (the fixture's `/as`).
+#[cfg(feature = "pack")]
+#[derive(Debug, Default)]
+pub struct Approver;
+
+#[cfg(feature = "pack")]
+impl runvil_plugin::Authorizer for Approver {
+    fn redirect_uri(&self) -> String {
+        "http://127.0.0.1:9/callback".to_owned()
+    }
+
+    fn authorize(
+        &self,
+        request: runvil_plugin::AuthorizationRequest,
+    ) -> runvil_plugin::BoxFuture<'_, Result<Vec<(String, String)>, runvil_plugin::AuthorizeError>>
+    {
+        Box::pin(async move {
+            let url = url::Url::parse(&request.url)
+                .map_err(|e| runvil_plugin::AuthorizeError::new(e.to_string()))?;
+            let state = url
+                .query_pairs()
+                .find(|(k, _)| k == "state")
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default();
+            let host = url.host_str().unwrap_or_default();
+            let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+            Ok(vec![
+                ("code".to_owned(), CODE.to_owned()),
+                ("state".to_owned(), state),
+                ("iss".to_owned(), format!("http://{host}{port}/as")),
+            ])
+        })
     }
 }

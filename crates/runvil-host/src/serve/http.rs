@@ -53,7 +53,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::{Served, Waits, say_held, start};
-use crate::cli::{GatewayArgs, HttpArgs, Source};
+use crate::cli::{GatewayArgs, HttpArgs, Source, StoreArgs};
 use crate::discovery;
 use crate::gateway::{AuditError, AuditLine, Gateway};
 use crate::host::EXIT_OTHER;
@@ -195,14 +195,17 @@ fn server_info() -> Value {
 /// call is recorded.
 pub(crate) async fn run(
     source: &Source,
+    store: &StoreArgs,
     waits: Waits,
     settings: Settings,
     gateway: &GatewayArgs,
 ) -> u8 {
-    let (config, pack) = match start(source) {
+    let (config, store, pack) = match start(source, store).await {
         Ok(started) => started,
         Err(code) => return code,
     };
+    // Another instance's (or process's) approval or rejection counts at the next call.
+    let _following = store.follow(&pack);
     let started = listen(&settings, gateway).await;
     let (listener, tls, key, gateway) = match started {
         Ok(started) => started,

@@ -15,7 +15,7 @@ use runvil_plugin::CallOptions;
 use serde_json::Value;
 
 use super::{Served, Waits, progress_queue, say_held, start, tool_result};
-use crate::cli::Source;
+use crate::cli::{Source, StoreArgs};
 use crate::discovery;
 use crate::host::{EXIT_OK, EXIT_OTHER};
 use crate::signals;
@@ -108,11 +108,13 @@ impl ServerHandler for Stdio {
 
 /// Serves until the client closes stdin (exit 0) or a signal (128 + the signal); either way
 /// the Pack is shut down first, so every session it opened is ended.
-pub(crate) async fn run(source: &Source, waits: Waits) -> u8 {
-    let (config, pack) = match start(source) {
+pub(crate) async fn run(source: &Source, store: &StoreArgs, waits: Waits) -> u8 {
+    let (config, store, pack) = match start(source, store).await {
         Ok(started) => started,
         Err(code) => return code,
     };
+    // Another process's approval or rejection counts at the next call.
+    let _following = store.follow(&pack);
     // On stderr, which clients keep in their logs: which file this gateway serves, and what
     // in it runvil does not honour as other clients do (as `runvil check` says it).
     eprintln!(

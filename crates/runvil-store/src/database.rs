@@ -1,0 +1,222 @@
+//! The connections to the database, on the Host's runtime, and what bounds them.
+//!
+//! - One shared connection carries the single statements (records, audit lines): the client
+//!   pipelines concurrent statements on it, so no pool is needed for them. When it is lost,
+//!   the next statement connects again, but not sooner than the backoff allows (from
+//!   [`RECONNECT_FIRST`], doubling, capped at [`RECONNECT_MAX`]): meanwhile statements fail at
+//!   once with [`Error::Unreachable`] rather than wait, so a caller serving from its cache is
+//!   not held up by a database that is away.
+//! - A transaction gets a connection of its own ([`Database::connect`]), closed after it: the
+//!   migrations and a hold of credentials across a refresh, which are rare.
+//! - The listener keeps one more (`listen`).
+//!
+//! Each statement is bounded by [`STATEMENT_DEADLINE`], each attempt to connect by the
+//! connection string's `connect_timeout` (else [`crate::dsn::CONNECT_DEADLINE`]). TLS is
+//! rustls with the operating system's verification (certificate and host name, always), as
+//! `sslmode` asks: `require` or `prefer` (the client's default) when the server offers it.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::sync::{Mutex, broadcast};
+use tokio::time::Instant;
+use tokio_postgres::{Client, Connection, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::listen::{self, Change};
+use crate::{Dsn, Error, migrations};
+
+/// The wait before the first attempt to connect again after a connection was lost or an
+/// attempt failed.
+pub const RECONNECT_FIRST: Duration = Duration::from_millis(250);
+/// The longest wait between attempts: a database back after an outage is used again within
+/// this long.
+pub const RECONNECT_MAX: Duration = Duration::from_secs(10);
+/// The longest one statement may take: a database that hangs fails the statement rather than
+/// the call that needed it.
+pub const STATEMENT_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How many change notices wait for a slow receiver before it is told it missed some.
+const CHANGES_BUFFER: usize = 1024;
+
+/// A connection's driver, as the TLS connector makes it.
+pub(crate) type Driver =
+    Connection<Socket, <MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<Socket>>::Stream>;
+
+/// One database: the connections to it, and the notices of its changes.
+pub struct Database {
+    dsn: Dsn,
+    tls: MakeRustlsConnect,
+    runtime: Handle,
+    shared: Mutex<Shared>,
+    changes: broadcast::Sender<Change>,
+    listener: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+/// The shared connection, and when the next attempt to make it may be.
+struct Shared {
+    client: Option<Arc<Client>>,
+    retry_at: Option<Instant>,
+    backoff: Duration,
+}
+
+impl Database {
+    /// Connects to the database `dsn` names on the current runtime, creates or migrates its
+    /// schema (refusing one newer than this runvil), and starts listening for changes.
+    pub async fn open(dsn: Dsn) -> Result<Arc<Self>, Error> {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let tls_error = |e: rustls::Error| Error::Dsn(format!("cannot set up TLS: {e}"));
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(tls_error)?;
+        let config = rustls_platform_verifier::BuilderVerifierExt::with_platform_verifier(config)
+            .map_err(tls_error)?
+            .with_no_client_auth();
+        let (changes, _) = broadcast::channel(CHANGES_BUFFER);
+        let database = Arc::new(Self {
+            dsn,
+            tls: MakeRustlsConnect::new(config),
+            runtime: Handle::current(),
+            shared: Mutex::new(Shared {
+                client: None,
+                retry_at: None,
+                backoff: RECONNECT_FIRST,
+            }),
+            changes,
+            listener: std::sync::Mutex::new(None),
+        });
+        migrations::migrate(&database).await?;
+        let task = database
+            .runtime
+            .spawn(listen::run(Arc::downgrade(&database)));
+        *database.listener_slot() = Some(task.abort_handle());
+        Ok(database)
+    }
+
+    /// The database, as runvil names it (never its password).
+    pub fn describe(&self) -> String {
+        self.dsn.describe()
+    }
+
+    /// Notices of the records changed from now on, by any process ([`Change`]).
+    pub fn changes(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    pub(crate) fn notices(&self) -> &broadcast::Sender<Change> {
+        &self.changes
+    }
+
+    fn listener_slot(&self) -> std::sync::MutexGuard<'_, Option<tokio::task::AbortHandle>> {
+        self.listener
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A new connection of its own, its driver running on the runtime until the client is
+    /// dropped (which closes it, and rolls back a transaction left open).
+    pub(crate) async fn connect(&self) -> Result<Client, Error> {
+        let (client, driver) = self.connect_raw().await?;
+        self.runtime.spawn(async move {
+            let _ = driver.await;
+        });
+        Ok(client)
+    }
+
+    /// A new connection and its driver, for the caller to run.
+    pub(crate) async fn connect_raw(&self) -> Result<(Client, Driver), Error> {
+        // connect_timeout bounds each address; this bounds them all.
+        let deadline = self.dsn.config().get_connect_timeout().copied();
+        let deadline = deadline.unwrap_or(crate::dsn::CONNECT_DEADLINE) * 2;
+        match tokio::time::timeout(deadline, self.dsn.config().connect(self.tls.clone())).await {
+            Ok(Ok(connected)) => Ok(connected),
+            Ok(Err(e)) => Err(self.unreachable(&reason(&e))),
+            Err(_) => Err(self.unreachable("no answer in time")),
+        }
+    }
+
+    /// The shared connection: the one in use, or a new one if it was lost and the backoff
+    /// allows an attempt now.
+    async fn client(&self) -> Result<Arc<Client>, Error> {
+        let mut shared = self.shared.lock().await;
+        if let Some(client) = shared.client.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(Arc::clone(client));
+        }
+        shared.client = None;
+        if let Some(at) = shared.retry_at.filter(|at| Instant::now() < *at) {
+            let left = at.saturating_duration_since(Instant::now());
+            let reason = format!("connecting again in {} ms", left.as_millis());
+            return Err(self.unreachable(&reason));
+        }
+        match self.connect().await {
+            Ok(client) => {
+                let client = Arc::new(client);
+                shared.client = Some(Arc::clone(&client));
+                shared.retry_at = None;
+                shared.backoff = RECONNECT_FIRST;
+                Ok(client)
+            }
+            Err(error) => {
+                shared.retry_at = Some(Instant::now() + shared.backoff);
+                shared.backoff = (shared.backoff * 2).min(RECONNECT_MAX);
+                Err(error)
+            }
+        }
+    }
+
+    /// Runs `statement` on the shared connection within [`STATEMENT_DEADLINE`].
+    pub(crate) async fn run<T>(
+        &self,
+        statement: impl AsyncFnOnce(&Client) -> Result<T, tokio_postgres::Error>,
+    ) -> Result<T, Error> {
+        let client = self.client().await?;
+        match tokio::time::timeout(STATEMENT_DEADLINE, statement(&client)).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(error)) => Err(self.failed(&error)),
+            Err(_) => Err(self.unreachable("the statement got no answer in time")),
+        }
+    }
+
+    /// What a failed statement is: the server's refusal, or a connection that is gone.
+    pub(crate) fn failed(&self, error: &tokio_postgres::Error) -> Error {
+        match error.as_db_error() {
+            Some(db) => Error::Query(
+                self.dsn
+                    .scrub(&format!("the store refused a statement: {}", db.message())),
+            ),
+            None => self.unreachable(&reason(error)),
+        }
+    }
+
+    pub(crate) fn unreachable(&self, reason: &str) -> Error {
+        Error::Unreachable {
+            database: self.dsn.describe(),
+            reason: self.dsn.scrub(reason),
+        }
+    }
+
+    /// Runs `future` to its end from synchronous code (the contract's stores, which a Pack
+    /// calls on a blocking thread), on the runtime the connections run on.
+    pub(crate) fn block<F: Future>(&self, future: F) -> F::Output {
+        tokio::task::block_in_place(|| self.runtime.block_on(future))
+    }
+}
+
+/// What a client's error says: the server's own message when it sent one (a refused
+/// password), else the client's words.
+fn reason(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => error.to_string(),
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        if let Some(listener) = self.listener_slot().take() {
+            listener.abort();
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The notices of changed records: one connection of its own `LISTEN`s on `runvil_records`,
+//! which the records' trigger notifies at each committed change, by any process (runvil, or
+//! an administrator writing a row). Each notice becomes a [`Change`] for whoever subscribed
+//! ([`Database::changes`]), so a cached record is dropped and read again at its next use.
+//!
+//! A lost connection is made again with a backoff from [`RECONNECT_FIRST`] to
+//! [`RECONNECT_MAX`]. Notices sent while it was away are lost, so each time it listens
+//! (again) it sends [`Change::Everything`]: every cached record is to be read anew.
+
+use std::sync::Weak;
+
+use tokio_postgres::AsyncMessage;
+
+use crate::database::{RECONNECT_FIRST, RECONNECT_MAX};
+use crate::{Database, Kind};
+
+/// The channel the trigger notifies.
+const CHANNEL: &str = "runvil_records";
+
+/// A change of the records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The record of this kind under this key changed (or is new, or gone).
+    Record {
+        /// Its kind.
+        kind: Kind,
+        /// Its key.
+        key: String,
+    },
+    /// Records of this kind changed (a key too long for a notice).
+    Kind(Kind),
+    /// Anything may have changed: the listener (re)started, and notices may have been missed.
+    Everything,
+}
+
+impl Change {
+    /// The change a notice's payload (`kind` TAB `key`, or `kind`) names.
+    fn parse(payload: &str) -> Change {
+        let (kind, key) = match payload.split_once('\t') {
+            Some((kind, key)) => (kind, Some(key)),
+            None => (payload, None),
+        };
+        match (Kind::parse(kind), key) {
+            (Some(kind), Some(key)) => Change::Record {
+                kind,
+                key: key.to_owned(),
+            },
+            (Some(kind), None) => Change::Kind(kind),
+            (None, _) => Change::Everything,
+        }
+    }
+}
+
+/// Listens until the database is dropped, connecting again whenever the connection is lost.
+pub(crate) async fn run(database: Weak<Database>) {
+    let mut backoff = RECONNECT_FIRST;
+    loop {
+        let Some(strong) = database.upgrade() else {
+            return;
+        };
+        let notices = strong.notices().clone();
+        let connected = strong.connect_raw().await;
+        drop(strong);
+        if let Ok((client, mut driver)) = connected {
+            let drive = async {
+                loop {
+                    match std::future::poll_fn(|cx| driver.poll_message(cx)).await {
+                        Some(Ok(AsyncMessage::Notification(notice))) => {
+                            let _ = notices.send(Change::parse(notice.payload()));
+                        }
+                        Some(Ok(_)) => {}
+                        Some(Err(_)) | None => return,
+                    }
+                }
+            };
+            let listen = async {
+                if client
+                    .batch_execute(&format!("LISTEN {CHANNEL}"))
+                    .await
+                    .is_ok()
+                {
+                    let _ = notices.send(Change::Everything);
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                () = drive => {}
+                () = listen => {}
+            }
+            backoff = RECONNECT_FIRST;
+            tracing::debug!("the store's change notices stopped; listening again");
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(RECONNECT_MAX);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notice_names_a_record_a_kind_or_anything() {
+        assert_eq!(
+            Change::parse("pins\tdocs#ab12"),
+            Change::Record {
+                kind: Kind::Pins,
+                key: "docs#ab12".to_owned()
+            }
+        );
+        assert_eq!(
+            Change::parse("credentials"),
+            Change::Kind(Kind::Credentials)
+        );
+        assert_eq!(Change::parse("other\tx"), Change::Everything);
+    }
+}
