@@ -165,7 +165,14 @@ impl Published {
         if let Some((_, text)) = first {
             return Err(ToolError::Invalid(text));
         }
-        Ok(serde_json::from_value(args).expect("the schema admits only what the type reads"))
+        // The schema admits only what the type reads; were they ever to differ, the model's
+        // input is refused as any invalid input is, never a panic on its path.
+        serde_json::from_value(args).map_err(|e| {
+            ToolError::Invalid(format!(
+                "the arguments of {} cannot be read: {e}",
+                self.tool
+            ))
+        })
     }
 
     /// A validation error as a model reads it, with its rank: the lowest is reported.
