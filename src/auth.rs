@@ -546,36 +546,10 @@ impl Authorization {
             .as_ref()
             .map(|authorizer| authorizer.redirect_uri())
             .unwrap_or_default();
-        let client = match flow.clients.get(&metadata.issuer) {
-            Some(client) => client.clone(),
-            None => {
-                if self.configured.is_some() {
-                    self.bind_configured(flow, &metadata.issuer)?;
-                }
-                let client = registration::identify(
-                    http,
-                    &metadata,
-                    self.configured.as_ref(),
-                    self.host.metadata_url.as_deref(),
-                    &redirect_uri,
-                )
-                .await?;
-                let basic = flow::basic_credential(&client);
-                self.learn(client.secret.iter().chain(&basic).cloned());
-                flow.clients.insert(metadata.issuer.clone(), client.clone());
-                client
-            }
-        };
-        let dpop = match (&flow.dpop, metadata.dpop) {
-            (_, false) => None,
-            (Some(key), true) => Some(Arc::clone(key)),
-            (None, true) => {
-                let key = Arc::new(DpopKey::generate()?);
-                self.learn(std::iter::once(key.stored().clone()));
-                flow.dpop = Some(Arc::clone(&key));
-                Some(key)
-            }
-        };
+        let client = self
+            .client_for(http, flow, &metadata, &redirect_uri)
+            .await?;
+        let dpop = self.dpop_key(flow, &metadata)?;
         let (pending, code);
         let grant = match authorizer.filter(|_| !machine) {
             // A machine client asks for its own tokens; no user takes part.
@@ -583,31 +557,9 @@ impl Authorization {
             Some(authorizer) => {
                 pending = flow::request(&metadata, &client, &redirect_uri, &resource_id, &scopes)?;
                 self.learn(pending.secrets().into_iter());
-                // The URL is the Pack's own, built on a checked endpoint; checked again as a
-                // whole before a Host sees it.
-                let url = fetch::checked_url(pending.url.as_str(), "the authorization URL")?;
-                self.refuse_url_values(url.as_str())?;
-                tracing::debug!(server = %log_safe(&self.namespace), "asking the Host to authorize");
-                let request = AuthorizationRequest::new(self.namespace.clone(), url.as_str());
-                self.waiting_for_user(true);
-                let answer =
-                    tokio::time::timeout(AUTHORIZATION_DEADLINE, authorizer.authorize(request))
-                        .await;
-                self.waiting_for_user(false);
-                let params = answer
-                    .map_err(|_| {
-                        AuthError::refused(format!(
-                            "the authorization was not completed within {} s",
-                            AUTHORIZATION_DEADLINE.as_secs()
-                        ))
-                    })?
-                    .map_err(|e| {
-                        AuthError::refused_saying("the authorization did not complete", e.reason)
-                    })?;
-                // The code is a secret from the moment it arrives, before anything reads it.
-                let codes = params.iter().filter(|(k, _)| k == "code");
-                self.learn(codes.map(|(_, code)| Secret::new(code.clone())));
-                code = flow::code(&pending, &metadata, &params)?;
+                code = self
+                    .ask_user(authorizer.as_ref(), &pending, &metadata)
+                    .await?;
                 Grant::Code {
                     code: &code,
                     pending: &pending,
@@ -632,6 +584,89 @@ impl Authorization {
         self.install(flow, tokens);
         self.save(flow, None).await;
         Ok(())
+    }
+
+    /// The client the Pack is to `metadata`'s authorization server: the one it has there, else
+    /// the configured one (bound to that server from now on) or one registered now, whose
+    /// secrets the scrubbers learn at once.
+    async fn client_for(
+        &self,
+        http: &Client,
+        flow: &mut FlowState,
+        metadata: &ServerMetadata,
+        redirect_uri: &str,
+    ) -> Result<ClientIdentity, AuthError> {
+        if let Some(client) = flow.clients.get(&metadata.issuer) {
+            return Ok(client.clone());
+        }
+        if self.configured.is_some() {
+            self.bind_configured(flow, &metadata.issuer)?;
+        }
+        let client = registration::identify(
+            http,
+            metadata,
+            self.configured.as_ref(),
+            self.host.metadata_url.as_deref(),
+            redirect_uri,
+        )
+        .await?;
+        let basic = flow::basic_credential(&client);
+        self.learn(client.secret.iter().chain(&basic).cloned());
+        flow.clients.insert(metadata.issuer.clone(), client.clone());
+        Ok(client)
+    }
+
+    /// The key that binds tokens to the Pack, when `metadata`'s server supports DPoP: the one
+    /// the Pack has, else a new one.
+    fn dpop_key(
+        &self,
+        flow: &mut FlowState,
+        metadata: &ServerMetadata,
+    ) -> Result<Option<Arc<DpopKey>>, AuthError> {
+        if !metadata.dpop {
+            return Ok(None);
+        }
+        if let Some(key) = &flow.dpop {
+            return Ok(Some(Arc::clone(key)));
+        }
+        let key = Arc::new(DpopKey::generate()?);
+        self.learn(std::iter::once(key.stored().clone()));
+        flow.dpop = Some(Arc::clone(&key));
+        Ok(Some(key))
+    }
+
+    /// Sends the user through `pending`'s authorization request by the Host's `authorizer`,
+    /// within [`AUTHORIZATION_DEADLINE`], and answers the code the Host carried back, checked.
+    async fn ask_user(
+        &self,
+        authorizer: &dyn Authorizer,
+        pending: &flow::Pending,
+        metadata: &ServerMetadata,
+    ) -> Result<Secret, AuthError> {
+        // The URL is the Pack's own, built on a checked endpoint; checked again as a whole
+        // before a Host sees it.
+        let url = fetch::checked_url(pending.url.as_str(), "the authorization URL")?;
+        self.refuse_url_values(url.as_str())?;
+        tracing::debug!(server = %log_safe(&self.namespace), "asking the Host to authorize");
+        let request = AuthorizationRequest::new(self.namespace.clone(), url.as_str());
+        self.waiting_for_user(true);
+        let answer =
+            tokio::time::timeout(AUTHORIZATION_DEADLINE, authorizer.authorize(request)).await;
+        self.waiting_for_user(false);
+        let params = answer
+            .map_err(|_| {
+                AuthError::refused(format!(
+                    "the authorization was not completed within {} s",
+                    AUTHORIZATION_DEADLINE.as_secs()
+                ))
+            })?
+            .map_err(|e| {
+                AuthError::refused_saying("the authorization did not complete", e.reason)
+            })?;
+        // The code is a secret from the moment it arrives, before anything reads it.
+        let codes = params.iter().filter(|(k, _)| k == "code");
+        self.learn(codes.map(|(_, code)| Secret::new(code.clone())));
+        flow::code(pending, metadata, &params)
     }
 
     /// Binds the configured client to `issuer` if it is bound to none yet; refuses to present

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use base64::prelude::{BASE64_STANDARD, BASE64_URL_SAFE_NO_PAD};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::header::{AUTHORIZATION, HeaderValue};
-use reqwest::{Client, Url};
+use reqwest::{Client, RequestBuilder, Url};
 use serde::Deserialize;
 use tokio::time::Instant;
 use zeroize::Zeroizing;
@@ -202,7 +202,36 @@ pub(crate) async fn tokens(
     resource: &str,
     dpop: Option<&DpopKey>,
 ) -> Result<Tokens, AuthError> {
-    let mut form: Vec<(&str, &str)> = match &grant {
+    let scope = match &grant {
+        Grant::ClientCredentials(scopes) if !scopes.is_empty() => Some(scopes.join(" ")),
+        _ => None,
+    };
+    let mut form = grant_form(&grant, scope.as_deref());
+    form.push(("resource", resource));
+    let assertion = match (&client.method, &client.private_key) {
+        (Method::PrivateKeyJwt, Some(key)) => {
+            Some(assertion::sign(key, client.id.expose(), &metadata.issuer)?)
+        }
+        _ => None,
+    };
+    let request = http.post(metadata.token_endpoint.clone());
+    let request = authenticated(request, &mut form, client, assertion.as_ref())?;
+    let answer = send_proven(request, &form, dpop, &metadata.token_endpoint).await?;
+    if answer.status != 200 {
+        // A party may quote the assertion it was sent: good for minutes, it is no secret the
+        // scrubbers keep, so it is scrubbed here (the rest of the form they know already).
+        let failure = answer.failure("the token request");
+        return Err(match &assertion {
+            Some(assertion) => failure.scrubbed_by(&Scrubber::new([assertion.clone()])),
+            None => failure,
+        });
+    }
+    read_tokens(&answer, grant, dpop.is_some())
+}
+
+/// The token request's form for `grant`, before the resource and the client's credentials.
+fn grant_form<'a>(grant: &'a Grant<'_>, scope: Option<&'a str>) -> Vec<(&'static str, &'a str)> {
+    let mut form = match grant {
         Grant::Code {
             code,
             pending,
@@ -210,7 +239,7 @@ pub(crate) async fn tokens(
         } => vec![
             ("grant_type", "authorization_code"),
             ("code", code.expose()),
-            ("redirect_uri", redirect_uri),
+            ("redirect_uri", *redirect_uri),
             ("code_verifier", pending.verifier.expose()),
         ],
         Grant::Refresh(refresh) => vec![
@@ -219,26 +248,20 @@ pub(crate) async fn tokens(
         ],
         Grant::ClientCredentials(_) => vec![("grant_type", "client_credentials")],
     };
-    let scope = match &grant {
-        Grant::ClientCredentials(scopes) if !scopes.is_empty() => Some(scopes.join(" ")),
-        _ => None,
-    };
-    if let Some(scope) = &scope {
+    if let Some(scope) = scope {
         form.push(("scope", scope));
     }
-    form.push(("resource", resource));
-    let assertion = match (&client.method, &client.private_key) {
-        (Method::PrivateKeyJwt, Some(key)) => {
-            Some(assertion::sign(key, client.id.expose(), &metadata.issuer)?)
-        }
-        _ => None,
-    };
-    let mut request = http.post(metadata.token_endpoint.clone());
-    let secret = client
-        .secret
-        .as_ref()
-        .map(Secret::expose)
-        .unwrap_or_default();
+    form
+}
+
+/// The client's credentials on `request`, by the method it registered: a `Basic` header, or
+/// fields of `form`.
+fn authenticated<'a>(
+    mut request: RequestBuilder,
+    form: &mut Vec<(&'static str, &'a str)>,
+    client: &'a ClientIdentity,
+    assertion: Option<&'a Secret>,
+) -> Result<RequestBuilder, AuthError> {
     match client.method {
         Method::Basic => {
             let credential = basic_credential(client)
@@ -249,29 +272,40 @@ pub(crate) async fn tokens(
             request = request.header(AUTHORIZATION, value);
         }
         Method::Post => {
+            let secret = client.secret.as_ref().map(Secret::expose);
             form.push(("client_id", client.id.expose()));
-            form.push(("client_secret", secret));
+            form.push(("client_secret", secret.unwrap_or_default()));
         }
         Method::None => form.push(("client_id", client.id.expose())),
         Method::PrivateKeyJwt => {
             form.push(("client_id", client.id.expose()));
             form.push(("client_assertion_type", assertion::ASSERTION_TYPE));
-            if let Some(assertion) = &assertion {
+            if let Some(assertion) = assertion {
                 form.push(("client_assertion", assertion.expose()));
             }
         }
     }
+    Ok(request)
+}
+
+/// Posts `form` with a DPoP proof when `dpop` is given, again once with the nonce the server
+/// asks for (RFC 9449 §8).
+async fn send_proven(
+    request: RequestBuilder,
+    form: &[(&str, &str)],
+    dpop: Option<&DpopKey>,
+    endpoint: &Url,
+) -> Result<fetch::Answer, AuthError> {
     let mut nonce: Option<String> = None;
-    let answer = loop {
+    loop {
         let mut attempt = request
             .try_clone()
             .ok_or_else(|| AuthError::refused("the token request cannot be sent"))?;
         if let Some(key) = dpop {
-            let proof = key.proof("POST", &metadata.token_endpoint, None, nonce.as_deref())?;
+            let proof = key.proof("POST", endpoint, None, nonce.as_deref())?;
             attempt = attempt.header("dpop", proof);
         }
-        let answer = fetch::post_form(attempt, &form).await?;
-        // RFC 9449 §8: the server wants a nonce in the proof; once.
+        let answer = fetch::post_form(attempt, form).await?;
         if dpop.is_some()
             && nonce.is_none()
             && answer.status == 400
@@ -281,17 +315,17 @@ pub(crate) async fn tokens(
             nonce = Some(asked);
             continue;
         }
-        break answer;
-    };
-    if answer.status != 200 {
-        // A party may quote the assertion it was sent: good for minutes, it is no secret the
-        // scrubbers keep, so it is scrubbed here (the rest of the form they know already).
-        let failure = answer.failure("the token request");
-        return Err(match &assertion {
-            Some(assertion) => failure.scrubbed_by(&Scrubber::new([assertion.clone()])),
-            None => failure,
-        });
+        return Ok(answer);
     }
+}
+
+/// The tokens of a `200` answer to `grant`, checked: a type the request allows (`DPoP` only
+/// when `proven`), an access token that can be sent in a header.
+fn read_tokens(
+    answer: &fetch::Answer,
+    grant: Grant<'_>,
+    proven: bool,
+) -> Result<Tokens, AuthError> {
     #[derive(Deserialize)]
     struct TokenAnswer {
         access_token: String,
@@ -304,11 +338,12 @@ pub(crate) async fn tokens(
     let answer: TokenAnswer = answer.json("the token answer")?;
     let access = Secret::new(answer.access_token);
     let refresh = answer.refresh_token.map(Secret::new);
-    let bound = dpop.is_some() && answer.token_type.eq_ignore_ascii_case("dpop");
+    let bound = proven && answer.token_type.eq_ignore_ascii_case("dpop");
     if !bound && !answer.token_type.eq_ignore_ascii_case("bearer") {
-        let words = match dpop {
-            Some(_) => "the token is of neither type Bearer nor DPoP",
-            None => "the token is not of type Bearer",
+        let words = if proven {
+            "the token is of neither type Bearer nor DPoP"
+        } else {
+            "the token is not of type Bearer"
         };
         return Err(AuthError::refused_saying(words, answer.token_type));
     }

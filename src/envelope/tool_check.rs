@@ -115,32 +115,7 @@ pub(super) fn check_tool(
     scrubber: &Arc<Scrubber>,
 ) -> Result<CheckedTool, Rejected> {
     let reject = |name: &str, reason: &str| reject(scrubber, name, reason);
-    let Some(name) = tool.name.0 else {
-        return Err(reject("", "a tool without a string name"));
-    };
-    if name.is_empty() {
-        return Err(reject(&name, "an empty name"));
-    }
-    if name.chars().count() > MAX_TOOL_NAME_CHARS {
-        return Err(reject(
-            &name,
-            &format!("a name longer than {MAX_TOOL_NAME_CHARS} characters"),
-        ));
-    }
-    if let Some(c) = name.chars().find(|&c| !chars::is_name_char(c)) {
-        return Err(reject(
-            &name,
-            &format!(
-                "a name with U+{:04X}; a tool name may hold only A-Z, a-z, 0-9, _, - and .",
-                u32::from(c)
-            ),
-        ));
-    }
-    // Names go out unshown (the Host's status, its trust prompts), so one that holds a secret
-    // a server echoed is refused here, where it is accepted.
-    if scrubber.scrub(&name) != name.as_str() {
-        return Err(reject(&name, "a name that holds a configured secret"));
-    }
+    let name = checked_name(tool.name.0, scrubber)?;
     // Such a tool answers only task-augmented calls (2025-11-25, Tasks), which this Pack does
     // not make: listed as callable, every call of it would fail.
     if let Some(Object(execution)) = &tool.execution.0
@@ -156,22 +131,12 @@ pub(super) fn check_tool(
         Some(Object(annotations)) => (annotations.hints(), annotations.title.0),
         None => (None, None),
     };
-    // A text empty once cleaned counts as absent; each is scrubbed before it is cut.
-    let shown = |text: String, max: usize| {
-        Some(show_owned(scrubber, text, max).into_string()).filter(|t| !t.trim().is_empty())
-    };
-    let titles = [tool.title.0, annotations_title].into_iter().flatten();
-    let title = titles.clone().find_map(|t| shown(t, MAX_TITLE_CHARS));
-    let description = tool
-        .description
-        .0
-        .and_then(|d| shown(d, MAX_DESCRIPTION_CHARS))
-        .or_else(|| {
-            titles
-                .into_iter()
-                .find_map(|t| shown(t, MAX_DESCRIPTION_CHARS))
-        })
-        .unwrap_or_else(|| name.clone());
+    let (title, description) = shown_texts(
+        scrubber,
+        &name,
+        tool.description.0,
+        [tool.title.0, annotations_title],
+    );
     let input_schema = tool.input_schema.0.unwrap_or(Value::Null);
     let input_expansion =
         check_schema(&input_schema).map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
@@ -204,6 +169,64 @@ pub(super) fn check_tool(
         output_validator: OnceLock::new(),
         scrubber: Arc::clone(scrubber),
     })
+}
+
+/// The tool's name, if it is one a listing and a call can carry: a non-empty string of at most
+/// [`MAX_TOOL_NAME_CHARS`] name characters, holding no configured secret.
+fn checked_name(name: Option<String>, scrubber: &Scrubber) -> Result<String, Rejected> {
+    let reject = |name: &str, reason: &str| reject(scrubber, name, reason);
+    let Some(name) = name else {
+        return Err(reject("", "a tool without a string name"));
+    };
+    if name.is_empty() {
+        return Err(reject(&name, "an empty name"));
+    }
+    if name.chars().count() > MAX_TOOL_NAME_CHARS {
+        return Err(reject(
+            &name,
+            &format!("a name longer than {MAX_TOOL_NAME_CHARS} characters"),
+        ));
+    }
+    if let Some(c) = name.chars().find(|&c| !chars::is_name_char(c)) {
+        return Err(reject(
+            &name,
+            &format!(
+                "a name with U+{:04X}; a tool name may hold only A-Z, a-z, 0-9, _, - and .",
+                u32::from(c)
+            ),
+        ));
+    }
+    // Names go out unshown (the Host's status, its trust prompts), so one that holds a secret
+    // a server echoed is refused here, where it is accepted.
+    if scrubber.scrub(&name) != name.as_str() {
+        return Err(reject(&name, "a name that holds a configured secret"));
+    }
+    Ok(name)
+}
+
+/// The title and the description as shown: the first of the titles (`title`, then the
+/// annotations'), and the description, else a title, else the name. A text empty once
+/// cleaned counts as absent; each is scrubbed before it is cut.
+fn shown_texts(
+    scrubber: &Scrubber,
+    name: &str,
+    description: Option<String>,
+    titles: [Option<String>; 2],
+) -> (Option<String>, String) {
+    let shown = |text: String, max: usize| {
+        Some(show_owned(scrubber, text, max).into_string()).filter(|t| !t.trim().is_empty())
+    };
+    let titles = titles.into_iter().flatten();
+    let title = titles.clone().find_map(|t| shown(t, MAX_TITLE_CHARS));
+    let description = description
+        .and_then(|d| shown(d, MAX_DESCRIPTION_CHARS))
+        .or_else(|| {
+            titles
+                .into_iter()
+                .find_map(|t| shown(t, MAX_DESCRIPTION_CHARS))
+        })
+        .unwrap_or_else(|| name.to_owned());
+    (title, description)
 }
 
 /// A dropped tool: its name escaped (so a reader tells it from every other) and cut, and the

@@ -172,8 +172,16 @@ const LISTEN: &str = "subscriptions/listen";
 /// One subscription, from its request to its end; `acknowledged` is called when the server
 /// acknowledges it.
 async fn subscribe(link: &Link, modern: &Modern, acknowledged: &mut impl FnMut()) -> End {
-    let version = modern.protocol_version();
     let id = link.next_id();
+    match open(link, modern, id).await {
+        Ok(stream) => follow(link, stream, id, acknowledged).await,
+        Err(end) => end,
+    }
+}
+
+/// Sends the subscription's request `id` and answers its stream, or how it ended at once.
+async fn open(link: &Link, modern: &Modern, id: u64) -> Result<Box<EventStream>, End> {
+    let version = modern.protocol_version();
     let params = Params {
         params: ListenParams {
             notifications: Filter {
@@ -195,26 +203,39 @@ async fn subscribe(link: &Link, modern: &Modern, acknowledged: &mut impl FnMut()
             status: status @ 400..=499,
             ..
         }) => {
-            return End::Refused(shown(&format!("the server refused it (HTTP {status})")));
+            return Err(End::Refused(shown(&format!(
+                "the server refused it (HTTP {status})"
+            ))));
         }
-        Err(e) => return End::Abrupt(e.render(&link.scrubber)),
+        Err(e) => return Err(End::Abrupt(e.render(&link.scrubber))),
     };
-    let mut stream = match posted.reply {
-        Reply::Stream(stream) => stream,
+    match posted.reply {
+        Reply::Stream(stream) => Ok(stream),
         // An answer in a body is the request's end, or its refusal.
         Reply::Json(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
-            return match Incoming::read(&text) {
+            Err(match Incoming::read(&text) {
                 Some(message @ Incoming::Result { .. }) if message.answers(id) => End::Graceful,
                 Some(Incoming::Error { error, .. }) => End::Refused(shown(&format!(
                     "the server refused it with error {}",
                     error.code()
                 ))),
                 _ => End::Refused(shown("the server answered it without a stream")),
-            };
+            })
         }
-        Reply::Empty => return End::Refused(shown("the server answered it with no body")),
-    };
+        Reply::Empty => Err(End::Refused(shown("the server answered it with no body"))),
+    }
+}
+
+/// Reads subscription `id`'s stream to its end: its acknowledgement first, then each notice
+/// that the tools changed, told to the link.
+async fn follow(
+    link: &Link,
+    mut stream: Box<EventStream>,
+    id: u64,
+    acknowledged: &mut impl FnMut(),
+) -> End {
+    let shown = |text: &str| show(&link.scrubber, text, MAX_ERROR_CHARS);
     let mut acked = false;
     loop {
         let data = match stream.next().await {
