@@ -6,19 +6,39 @@
 //! server`), so an identifier and a sentence give the same terms. Words are lowercased, and a
 //! plural is read as its singular.
 //!
+//! Each term also has a [`stem`], its English word stem (Snowball's English stemmer, the
+//! `rust-stemmers` crate: `reviewers`, `reviewing` and `review` are `review`), matched beside
+//! it at a lower weight: a query's `waiting` then finds a tool's `wait`, while a tool that says
+//! the query's own word still comes before one that says a word of the same stem. A term of
+//! fewer than [`MIN_STEMMED_CHARS`] letters is its own stem: a stemmer's cuts of short words
+//! are mostly no cut or a wrong one, and a model's unfinished word (`sende`) would otherwise
+//! match by stem every tool saying `send`, not only the names it starts.
+//!
 //! Each choice was measured on the evaluation set (`bench/search/`, its queries and the
 //! held-out ones) and kept only where it helped. Left out for that reason: stop words
 //! (dropping "the", "all", "me"... lowered recall: BM25 already weighs a word every tool has
-//! at nearly nothing, and "all" or "me" can be what tells two tools apart), stemming past
-//! plurals (`-ing`, `-ed`, truncation) and a table of synonyms (`folder` for `directory`),
-//! which raised recall on the queries it was written beside and lowered it on the held-out
-//! ones. Matching a query's word to the longer words it starts and the shorter ones that
-//! start it (`summarize` and `summarizer`, `reviewers` and `review`, at half weight) found one
-//! or two more queries of each set, too few to tell from chance, and needs a scan of every
-//! server's vocabulary per query: left out too. The plural rule reads `news` as `new`, a known
-//! weakness of "S" stemmers, kept rather than a list of exceptions written for the set's
-//! queries. ASCII folding is not done either: the set has no accented text to measure it on,
-//! and lowercasing already treats every script alike.
+//! at nearly nothing, and "all" or "me" can be what tells two tools apart), a table of
+//! synonyms (`folder` for `directory`), which raised recall on the queries it was written
+//! beside and lowered it on the held-out ones, and stems in place of the terms (rather than
+//! beside them): Snowball reads `retrievers` as `retrieve` and `production` as `product`, and
+//! found fewer tools first. A hand-written `-ing`/`-ed` stripper, tried before, lowered recall
+//! on the held-out queries too. Matching a query's word to the longer words it starts and the
+//! shorter ones that start it (`summarize` and `summarizer`, `reviewers` and `review`, at half
+//! weight) found one or two more queries of each set, too few to tell from chance, and needs a
+//! scan of every server's vocabulary per query: left out too. The plural rule reads `news` as
+//! `new`, a known weakness of "S" stemmers, kept rather than a list of exceptions written for
+//! the set's queries. ASCII folding is not done either: the set has no
+//! accented text to measure it on, and lowercasing already treats every script alike.
+
+use std::borrow::Cow;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+use crate::policy::MIN_STEMMED_CHARS;
+
+/// What a stem starts with in the index and a query: no term has it (terms are letters and
+/// digits), so a stem never meets a term that happens to be spelled the same.
+const STEM_MARK: char = '~';
 
 /// Hands each of the first `limit` terms of `text` to `each`, in order, and answers how many
 /// there were. One buffer holds each term in turn: building an index of 10,000 tools reads
@@ -46,6 +66,20 @@ pub(super) fn terms(text: &str) -> Vec<String> {
     let mut terms = Vec::new();
     each_term(text, usize::MAX, |term| terms.push(term.to_owned()));
     terms
+}
+
+/// The stem of `term` (one of [`each_term`]'s), marked as a stem: its own term in the index.
+/// A term shorter than [`MIN_STEMMED_CHARS`] is its own stem.
+pub(super) fn stem(term: &str) -> String {
+    let stem = if term.chars().count() < MIN_STEMMED_CHARS {
+        Cow::Borrowed(term)
+    } else {
+        Stemmer::create(Algorithm::English).stem(term)
+    };
+    let mut marked = String::with_capacity(stem.len() + 1);
+    marked.push(STEM_MARK);
+    marked.push_str(&stem);
+    marked
 }
 
 /// `word` split where its letter case turns: before an upper-case letter that follows a
@@ -142,6 +176,29 @@ mod tests {
         );
         assert_eq!(seen, ["one", "two"]);
         assert_eq!(each_term("one two", 5, |_| ()), 2);
+    }
+
+    #[test]
+    fn words_of_one_stem_have_the_same_stem_and_no_term_is_a_stem() {
+        for (word, other) in [
+            ("reviewers", "review"),
+            ("assigned", "assigning"),
+            ("waiting", "wait"),
+            ("evaluation", "evaluate"),
+        ] {
+            let (word, other) = (&all(word)[0], &all(other)[0]);
+            assert_eq!(stem(word), stem(other), "{word} {other}");
+        }
+        assert_ne!(stem("directory"), stem("direct"));
+        // At the bound: five letters are their own stem, six are stemmed.
+        assert_eq!(MIN_STEMMED_CHARS, 6);
+        assert_eq!(stem("sende"), "~sende");
+        assert_eq!(stem("sended"), "~send");
+        assert!(
+            !all("~review ~ review")
+                .iter()
+                .any(|t| t.starts_with(STEM_MARK))
+        );
     }
 
     #[test]

@@ -86,6 +86,17 @@ fn a_query_that_matches_nothing_finds_nothing() {
 }
 
 #[test]
+fn another_form_of_a_query_word_is_found_after_the_word_itself() {
+    let set = tool_set(&[
+        tool("pause", "Waits until the page settles."),
+        tool("hold", "Stops while waiting for a reply."),
+        tool("other", "Does something else."),
+    ]);
+    assert_eq!(found(&[("s", &set)], "waiting", 20), ["s/hold", "s/pause"]);
+    assert_eq!(found(&[("s", &set)], "wait", 20), ["s/pause", "s/hold"]);
+}
+
+#[test]
 fn a_stuffed_description_does_not_outrank_a_plain_one_that_matches() {
     let stuffed = format!(
         "The best tool. {}",
