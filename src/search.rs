@@ -101,8 +101,9 @@ impl Index {
             let mut add = |field: usize, texts: &mut dyn Iterator<Item = &str>, limit: usize| {
                 let mut left = limit;
                 for text in texts {
-                    let mut count = |term: &str| builder.count(&mut index, at, field, term);
-                    left -= terms::each_term(text, left, &mut count);
+                    let mut count =
+                        |term: &str, word: &str| builder.count(&mut index, at, field, term, word);
+                    left -= terms::each_word(text, left, &mut count);
                 }
                 lengths[field] += u32::try_from(limit - left).unwrap_or(u32::MAX);
             };
@@ -160,33 +161,42 @@ struct Builder {
     counts: Vec<(u32, [u8; FIELDS])>,
     /// By term: the last tool that counted it, and its place in `counts` then.
     last: Vec<(u32, usize)>,
-    /// By term: its stem's term, found the first time the index meets it (a stem is its own
-    /// stem: [`NO_STEM`]).
+    /// By term: its stem's term, found the first time the index meets the term as a word of
+    /// its own (not a plural): [`UNKNOWN`] until then, and for a stem.
     stems: Vec<u32>,
 }
 
-/// What [`Builder::stems`] holds for a stem.
-const NO_STEM: u32 = u32::MAX;
+/// What [`Builder::stems`] holds for a term whose stem is not known.
+const UNKNOWN: u32 = u32::MAX;
 
 impl Builder {
-    /// Counts `term` once more in `field` of the tool at `tool`, and its stem too.
-    fn count(&mut self, index: &mut Index, tool: u32, field: usize, term: &str) {
-        let id = match index.vocabulary.get(term) {
-            Some(&id) => id,
-            None => {
-                let id = self.add(index, term);
-                let stem = terms::stem(term);
-                self.stems[id as usize] = match index.vocabulary.get(stem.as_str()) {
-                    Some(&stem) => stem,
-                    None => self.add(index, &stem),
-                };
-                id
-            }
-        };
+    /// Counts `term`, read from `word`, once more in `field` of the tool at `tool`, and the
+    /// word's stem too.
+    fn count(&mut self, index: &mut Index, tool: u32, field: usize, term: &str, word: &str) {
+        let id = self.id(index, term);
         self.count_id(tool, field, id);
-        let stem = self.stems[id as usize];
-        if stem != NO_STEM {
-            self.count_id(tool, field, stem);
+        // Most words are their own term, and their stem is looked up once per index; a plural's
+        // is read from the plural (the stemmer reads `news` as `news`, the plural rule `new`).
+        let stem = if term == word {
+            match self.stems[id as usize] {
+                UNKNOWN => {
+                    let stem = self.id(index, &terms::stem(word));
+                    self.stems[id as usize] = stem;
+                    stem
+                }
+                known => known,
+            }
+        } else {
+            self.id(index, &terms::stem(word))
+        };
+        self.count_id(tool, field, stem);
+    }
+
+    /// The place of `term` in the index, added if new.
+    fn id(&mut self, index: &mut Index, term: &str) -> u32 {
+        match index.vocabulary.get(term) {
+            Some(&id) => id,
+            None => self.add(index, term),
         }
     }
 
@@ -196,7 +206,7 @@ impl Builder {
         index.vocabulary.insert(term.into(), id);
         index.postings.push(Vec::new());
         self.last.push((u32::MAX, 0));
-        self.stems.push(NO_STEM);
+        self.stems.push(UNKNOWN);
         id
     }
 
@@ -261,12 +271,11 @@ impl Query {
                 terms.push((term, weight));
             }
         };
-        let words = terms::terms(text);
-        for term in &words {
-            add(term.clone(), 1.0);
+        for term in terms::terms(text) {
+            add(term, 1.0);
         }
-        for term in &words {
-            add(terms::stem(term), SEARCH_STEM_WEIGHT);
+        for stem in terms::stems(text) {
+            add(stem, SEARCH_STEM_WEIGHT);
         }
         Self {
             whole: text.trim().to_lowercase(),

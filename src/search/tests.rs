@@ -88,12 +88,18 @@ fn a_query_that_matches_nothing_finds_nothing() {
 #[test]
 fn another_form_of_a_query_word_is_found_after_the_word_itself() {
     let set = tool_set(&[
-        tool("pause", "Waits until the page settles."),
-        tool("hold", "Stops while waiting for a reply."),
+        tool("check", "Review the change."),
+        tool("approve", "Approves the change for the reviewers."),
         tool("other", "Does something else."),
     ]);
-    assert_eq!(found(&[("s", &set)], "waiting", 20), ["s/hold", "s/pause"]);
-    assert_eq!(found(&[("s", &set)], "wait", 20), ["s/pause", "s/hold"]);
+    assert_eq!(
+        found(&[("s", &set)], "review", 20),
+        ["s/check", "s/approve"]
+    );
+    assert_eq!(
+        found(&[("s", &set)], "reviewers", 20),
+        ["s/approve", "s/check"]
+    );
 }
 
 #[test]
