@@ -4,7 +4,7 @@
 //! A text is split into words at every character that is not a letter or a digit, and each word
 //! again where its letter case turns (`getUserById` is `get user by id`, `HTTPServer` is `http
 //! server`), so an identifier and a sentence give the same terms. Words are lowercased, and a
-//! plural is read as its singular.
+//! plural is read as its singular, an acronym's too (`PRs` is `pr`, not `p rs`).
 //!
 //! Each word also has a [`stem`], its English word stem (Snowball's English stemmer, the
 //! `rust-stemmers` crate: `reviewers`, `reviewing` and `review` are `review`), matched beside
@@ -60,6 +60,9 @@ pub(super) fn each_word(text: &str, limit: usize, mut each: impl FnMut(&str, &st
             }
             lowered.clear();
             lowered.extend(part.chars().flat_map(char::to_lowercase));
+            if acronym_plural(part) {
+                lowered.pop();
+            }
             term.clear();
             term.push_str(&lowered);
             singular(&mut term);
@@ -102,7 +105,8 @@ pub(super) fn stems(text: &str) -> Vec<String> {
 
 /// `word` split where its letter case turns: before an upper-case letter that follows a
 /// lower-case one (`userId`), and before the last of a run of capitals that a lower-case letter
-/// follows (`HTTPServer`). Digits stay with the letters around them (`oauth2`).
+/// follows (`HTTPServer`), unless that letter is an acronym's plural `s` (`PRs`, `URLs`: see
+/// [`acronym_plural`]). Digits stay with the letters around them (`oauth2`).
 fn case_parts(word: &str) -> impl Iterator<Item = &str> {
     let mut chars = word.char_indices().peekable();
     let mut previous: Option<char> = None;
@@ -114,7 +118,8 @@ fn case_parts(word: &str) -> impl Iterator<Item = &str> {
                 (p.is_lowercase() && c.is_uppercase())
                     || (p.is_uppercase()
                         && c.is_uppercase()
-                        && next.is_some_and(char::is_lowercase))
+                        && next.is_some_and(char::is_lowercase)
+                        && !plural_ending(&word[at..]))
             });
             previous = Some(c);
             if turns {
@@ -128,6 +133,22 @@ fn case_parts(word: &str) -> impl Iterator<Item = &str> {
             start = word.len();
             part
         })
+    })
+}
+
+/// Whether `rest`, the rest of a word from a capital on, is that capital and a plural's `s`
+/// ending the word or its part (`Rs` of `PRs`, `Ls` of `URLsFor`).
+fn plural_ending(rest: &str) -> bool {
+    let mut chars = rest.chars().skip(1);
+    chars.next() == Some('s') && chars.next().is_none_or(|after| !after.is_lowercase())
+}
+
+/// Whether `part` is an acronym's plural: two capitals or more and an `s` (`PRs`, `IDs`,
+/// `APIs`), read as the acronym (`pr`). The plural rule would leave `prs` alone (too short) and
+/// cut `apis` to `api` only by chance of length.
+fn acronym_plural(part: &str) -> bool {
+    part.strip_suffix('s').is_some_and(|acronym| {
+        acronym.chars().count() >= 2 && acronym.chars().all(char::is_uppercase)
     })
 }
 
@@ -217,6 +238,13 @@ mod tests {
                 .iter()
                 .any(|t| t.starts_with(STEM_MARK))
         );
+    }
+
+    #[test]
+    fn an_acronym_s_plural_is_the_acronym() {
+        assert_eq!(all("PRs URLs IDs APIs"), ["pr", "url", "id", "api"]);
+        assert_eq!(all("URLsFor getPRs"), ["url", "for", "get", "pr"]);
+        assert_eq!(all("As iOS Ss"), ["as", "i", "os", "ss"]);
     }
 
     #[test]
