@@ -164,6 +164,8 @@ struct Builder {
     /// By term: its stem's term, found the first time the index meets the term as a word of
     /// its own (not a plural): [`UNKNOWN`] until then, and for a stem.
     stems: Vec<u32>,
+    /// By plural word (one whose term is its singular): its stem's term.
+    plural_stems: HashMap<Box<str>, u32>,
 }
 
 /// What [`Builder::stems`] holds for a term whose stem is not known.
@@ -175,8 +177,9 @@ impl Builder {
     fn count(&mut self, index: &mut Index, tool: u32, field: usize, term: &str, word: &str) {
         let id = self.id(index, term);
         self.count_id(tool, field, id);
-        // Most words are their own term, and their stem is looked up once per index; a plural's
-        // is read from the plural (the stemmer reads `news` as `news`, the plural rule `new`).
+        // Each word's stem is read once per index. Most words are their own term; a plural's
+        // stem is read from the plural (the stemmer reads `news` as `news`, the plural rule
+        // `new`).
         let stem = if term == word {
             match self.stems[id as usize] {
                 UNKNOWN => {
@@ -186,8 +189,12 @@ impl Builder {
                 }
                 known => known,
             }
+        } else if let Some(&stem) = self.plural_stems.get(word) {
+            stem
         } else {
-            self.id(index, &terms::stem(word))
+            let stem = self.id(index, &terms::stem(word));
+            self.plural_stems.insert(word.into(), stem);
+            stem
         };
         self.count_id(tool, field, stem);
     }
