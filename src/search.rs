@@ -178,12 +178,11 @@ impl Builder {
         let id = self.id(index, term);
         self.count_id(tool, field, id);
         // Each word's stem is read once per index. Most words are their own term; a plural's
-        // stem is read from the plural (the stemmer reads `news` as `news`, the plural rule
-        // `new`).
+        // stem is read from the plural, as written.
         let stem = if term == word {
             match self.stems[id as usize] {
                 UNKNOWN => {
-                    let stem = self.id(index, &terms::stem(word));
+                    let stem = self.id(index, &terms::stem(term, word));
                     self.stems[id as usize] = stem;
                     stem
                 }
@@ -192,7 +191,7 @@ impl Builder {
         } else if let Some(&stem) = self.plural_stems.get(word) {
             stem
         } else {
-            let stem = self.id(index, &terms::stem(word));
+            let stem = self.id(index, &terms::stem(term, word));
             self.plural_stems.insert(word.into(), stem);
             stem
         };
