@@ -250,8 +250,8 @@ policy! {
     /// What a search match of a word's stem only is worth, against 1 for the word itself
     /// (`reviewers` for a query's `review`): enough that a tool saying the query's words in
     /// another form is found, less than one saying them as the query does. On the evaluation
-    /// set's queries, 0.3 to 1 found as many tools among the first five, and 0.3 to 0.7 the
-    /// most first (1 lost one): 0.5 is the middle of that range.
+    /// set's queries, 0.3 to 1 found as many tools among the first five, and 0.5 and 0.7 the
+    /// most first (0.3 one fewer, 1 two fewer).
     const SEARCH_STEM_WEIGHT: f64 = 0.5 => plain;
 
     /// The shortest word search reads a stem of; a shorter one is its own stem. The English
