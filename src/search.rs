@@ -13,7 +13,8 @@
 //!    with it, whatever their scores: a model that knows a tool's name always finds it.
 //! 2. BM25F over five fields of each tool: its name, its server's namespace, its title, its
 //!    description and its parameters (names, descriptions and `enum` values), each with its
-//!    own weight.
+//!    own weight. Each word counts twice: as itself, and as its stem at
+//!    [`SEARCH_STEM_WEIGHT`], so that another form of a query's word is found too.
 //! 3. Ties by namespace, then name: the same catalog and query always answer the same.
 //!
 //! Descriptions and parameters are the server's words, so a server can try to win every query
@@ -37,7 +38,7 @@ use std::sync::{Arc, Weak};
 use serde_json::Value;
 
 use crate::envelope::{CheckedTool, ToolSet};
-use crate::policy::{MAX_COUNTED_TERM_REPEATS, MAX_INDEXED_DESCRIPTION_TERMS};
+use crate::policy::{MAX_COUNTED_TERM_REPEATS, MAX_INDEXED_DESCRIPTION_TERMS, SEARCH_STEM_WEIGHT};
 
 /// The fields a tool is matched by.
 const FIELDS: usize = 5;
@@ -100,8 +101,9 @@ impl Index {
             let mut add = |field: usize, texts: &mut dyn Iterator<Item = &str>, limit: usize| {
                 let mut left = limit;
                 for text in texts {
-                    let mut count = |term: &str| builder.count(&mut index, at, field, term);
-                    left -= terms::each_term(text, left, &mut count);
+                    let mut count =
+                        |term: &str, word: &str| builder.count(&mut index, at, field, term, word);
+                    left -= terms::each_word(text, left, &mut count);
                 }
                 lengths[field] += u32::try_from(limit - left).unwrap_or(u32::MAX);
             };
@@ -159,21 +161,63 @@ struct Builder {
     counts: Vec<(u32, [u8; FIELDS])>,
     /// By term: the last tool that counted it, and its place in `counts` then.
     last: Vec<(u32, usize)>,
+    /// By term: its stem's term, found the first time the index meets the term as a word of
+    /// its own (not a plural): [`UNKNOWN`] until then, and for a stem.
+    stems: Vec<u32>,
+    /// By plural word (one whose term is its singular): its stem's term.
+    plural_stems: HashMap<Box<str>, u32>,
 }
 
+/// What [`Builder::stems`] holds for a term whose stem is not known.
+const UNKNOWN: u32 = u32::MAX;
+
 impl Builder {
-    /// Counts `term` once more in `field` of the tool at `tool`.
-    fn count(&mut self, index: &mut Index, tool: u32, field: usize, term: &str) {
-        let id = match index.vocabulary.get(term) {
-            Some(&id) => id,
-            None => {
-                let id = u32::try_from(index.postings.len()).expect("fewer terms than 2^32");
-                index.vocabulary.insert(term.into(), id);
-                index.postings.push(Vec::new());
-                self.last.push((u32::MAX, 0));
-                id
+    /// Counts `term`, read from `word`, once more in `field` of the tool at `tool`, and the
+    /// word's stem too.
+    fn count(&mut self, index: &mut Index, tool: u32, field: usize, term: &str, word: &str) {
+        let id = self.id(index, term);
+        self.count_id(tool, field, id);
+        // Each word's stem is read once per index. Most words are their own term; a plural's
+        // stem is read from the plural, as written.
+        let stem = if term == word {
+            match self.stems[id as usize] {
+                UNKNOWN => {
+                    let stem = self.id(index, &terms::stem(term, word));
+                    self.stems[id as usize] = stem;
+                    stem
+                }
+                known => known,
             }
+        } else if let Some(&stem) = self.plural_stems.get(word) {
+            stem
+        } else {
+            let stem = self.id(index, &terms::stem(term, word));
+            self.plural_stems.insert(word.into(), stem);
+            stem
         };
+        self.count_id(tool, field, stem);
+    }
+
+    /// The place of `term` in the index, added if new.
+    fn id(&mut self, index: &mut Index, term: &str) -> u32 {
+        match index.vocabulary.get(term) {
+            Some(&id) => id,
+            None => self.add(index, term),
+        }
+    }
+
+    /// A term new to the index, whose stem is not yet known.
+    fn add(&mut self, index: &mut Index, term: &str) -> u32 {
+        let id = u32::try_from(index.postings.len()).expect("fewer terms than 2^32");
+        index.vocabulary.insert(term.into(), id);
+        index.postings.push(Vec::new());
+        self.last.push((u32::MAX, 0));
+        self.stems.push(UNKNOWN);
+        id
+    }
+
+    /// Counts the term `id` once more in `field` of the tool at `tool`.
+    fn count_id(&mut self, tool: u32, field: usize, id: u32) {
         let (counted_by, at) = &mut self.last[id as usize];
         if *counted_by != tool {
             *counted_by = tool;
@@ -220,17 +264,24 @@ fn parameters(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
 pub(crate) struct Query {
     /// The query trimmed and lowercased, for the exact and prefix matches.
     whole: String,
-    /// Its terms, each once, in order.
-    terms: Vec<String>,
+    /// Its terms, each once, in order, then their stems, each once, with what a match of each
+    /// is worth: 1 for a term, [`SEARCH_STEM_WEIGHT`] for a stem.
+    terms: Vec<(String, f64)>,
 }
 
 impl Query {
     pub(crate) fn new(text: &str) -> Self {
-        let mut terms: Vec<String> = Vec::new();
-        for term in terms::terms(text) {
-            if !terms.contains(&term) {
-                terms.push(term);
+        let mut terms: Vec<(String, f64)> = Vec::new();
+        let mut add = |term: String, weight: f64| {
+            if !terms.iter().any(|(known, _)| *known == term) {
+                terms.push((term, weight));
             }
+        };
+        for term in terms::terms(text) {
+            add(term, 1.0);
+        }
+        for stem in terms::stems(text) {
+            add(stem, SEARCH_STEM_WEIGHT);
         }
         Self {
             whole: text.trim().to_lowercase(),
@@ -279,7 +330,7 @@ pub(crate) fn search<'a>(
     let mut ranks: Vec<Rank> = Vec::new();
     for (at, (_, index)) in catalogs.iter().enumerate() {
         let mut scores = vec![0.0; index.len()];
-        for (term, idf) in query.terms.iter().zip(&stats.idf) {
+        for ((term, _), idf) in query.terms.iter().zip(&stats.idf) {
             for posting in index.postings(term) {
                 let tool = posting.tool as usize;
                 scores[tool] += idf * stats.weight(posting, &index.lengths[tool]);
@@ -352,7 +403,7 @@ impl Shown<'_> {
 /// The statistics of the searched catalogs together: one server's scores are comparable with
 /// another's, and an index is built per server.
 struct Stats {
-    /// Each query term's inverse document frequency, in the query's order.
+    /// Each query term's inverse document frequency times its weight, in the query's order.
     idf: Vec<f64>,
     /// Each field's average length.
     average: [f64; FIELDS],
@@ -384,7 +435,7 @@ impl Stats {
         let idf = query
             .terms
             .iter()
-            .map(|term| {
+            .map(|(term, weight)| {
                 let with: usize = catalogs
                     .iter()
                     .enumerate()
@@ -400,7 +451,7 @@ impl Stats {
                     })
                     .sum();
                 let with = with as f64;
-                (1.0 + (n - with + 0.5) / (with + 0.5)).ln()
+                weight * (1.0 + (n - with + 0.5) / (with + 0.5)).ln()
             })
             .collect();
         Self {

@@ -86,6 +86,23 @@ fn a_query_that_matches_nothing_finds_nothing() {
 }
 
 #[test]
+fn another_form_of_a_query_word_is_found_after_the_word_itself() {
+    let set = tool_set(&[
+        tool("check", "Review the change."),
+        tool("approve", "Approves the change for the reviewers."),
+        tool("other", "Does something else."),
+    ]);
+    assert_eq!(
+        found(&[("s", &set)], "review", 20),
+        ["s/check", "s/approve"]
+    );
+    assert_eq!(
+        found(&[("s", &set)], "reviewers", 20),
+        ["s/approve", "s/check"]
+    );
+}
+
+#[test]
 fn a_stuffed_description_does_not_outrank_a_plain_one_that_matches() {
     let stuffed = format!(
         "The best tool. {}",
