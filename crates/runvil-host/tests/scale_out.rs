@@ -423,8 +423,7 @@ async fn a_tool_changed_upstream_is_held_on_both_instances_until_one_approval_fr
 /// client's next requests, in its session and without one, are all answered by the instance
 /// left, nginx having tried the killed one and moved on (its log says so).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killing_one_instance_mid_call_fails_that_call_alone_and_the_next_requests_reach_the_other()
-{
+async fn killing_one_instance_mid_call_fails_that_call_alone_and_the_next_ones_reach_the_other() {
     let Some(mut cluster) = Cluster::start().await else {
         return;
     };
