@@ -40,6 +40,9 @@ const HEARD: &str = "the store says the record of s changed";
 const HELD: &str = "runvil: s: 1 held (run `runvil trust s`)";
 /// The instances behind the balancer.
 const INSTANCES: usize = 2;
+/// How many calls of each kind a test makes: an even number, so round robin gives each
+/// instance half.
+const CALLS: usize = 4;
 
 /// What the server behind the gateways has seen: `slow` calls, and standalone streams.
 #[derive(Debug, Default, Clone, Copy)]
@@ -266,23 +269,20 @@ fn calling(tool: &str, text: &str) -> Value {
     )
 }
 
-/// A call in the 2025-11-25 session `session`: the HTTP status, and the result's text and
-/// whether it is an error (empty and false for an answer that is no result).
+/// A call in the 2025-11-25 session `session`: [`outcome`].
 async fn in_session(http: &Http, session: &str, id: i64, params: Value) -> (u16, String, bool) {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
-    let response = http.in_session(session, &body).await;
-    let status = response.status().as_u16();
-    if status != 200 {
-        return (status, String::new(), false);
-    }
-    let answer = messages(response).await.pop().expect("an answer");
-    let (text, error) = result_text(&answer);
-    (status, text, error)
+    outcome(http.in_session(session, &body).await).await
 }
 
-/// The same call at 2026-07-28, without a session.
+/// The same call at 2026-07-28, without a session: [`outcome`].
 async fn stateless(http: &Http, id: i64, params: Value) -> (u16, String, bool) {
-    let response = http.modern(id, "tools/call", params).await;
+    outcome(http.modern(id, "tools/call", params).await).await
+}
+
+/// A call's HTTP status, and its result's text and whether it is an error (empty and false
+/// when the status is not 200).
+async fn outcome(response: reqwest::Response) -> (u16, String, bool) {
     let status = response.status().as_u16();
     if status != 200 {
         return (status, String::new(), false);
@@ -291,10 +291,6 @@ async fn stateless(http: &Http, id: i64, params: Value) -> (u16, String, bool) {
     let (text, error) = result_text(&answer);
     (status, text, error)
 }
-
-/// How many calls of each kind a test makes: an even number, so round robin gives each
-/// instance half.
-const CALLS: usize = 4;
 
 /// A 2025-11-25 session opened through the balancer, then 2026-07-28 requests: each call is
 /// answered, and each instance's audit file holds some of the session's calls and some of the
