@@ -156,6 +156,8 @@ pub(crate) enum Client {
         raw: Raw,
         _gateway: Gateway,
     },
+    /// The raw client of gateways its caller runs (behind a balancer, or several of them).
+    Through(Raw),
 }
 
 impl Client {
@@ -165,6 +167,11 @@ impl Client {
         if let Client::Pack(pack) = self {
             pack.shutdown().await;
         }
+    }
+
+    /// The raw client of the gateway endpoint `url` (2026-07-28), presenting `token`.
+    pub(crate) async fn through(url: &str, token: &str) -> Result<Client, String> {
+        Ok(Client::Through(Raw::of_gateway(url, token).await?))
     }
 
     /// Connects a client of `kind` to `url`, whose server serves 2026-07-28 if `modern`: the
@@ -178,10 +185,7 @@ impl Client {
             Kind::TsSdk => Ok(Client::TsSdk(TsSdk::connect(url).await?)),
             Kind::Gateway => {
                 let gateway = Gateway::start(url).await?;
-                let bearer = HeaderValue::from_str(&format!("Bearer {}", gateway.token))
-                    .map_err(|error| format!("the token is no header value: {error}"))?;
-                let client = Raw::http_client(true)?;
-                let raw = Raw::start_with(client, &gateway.url, true, Some(bearer)).await?;
+                let raw = Raw::of_gateway(&gateway.url, &gateway.token).await?;
                 Ok(Client::Gateway {
                     raw,
                     _gateway: gateway,
@@ -205,7 +209,7 @@ impl Client {
     pub(crate) async fn call(&self, payload: &Payload) -> Result<usize, String> {
         let len = match self {
             Client::Raw(raw) => raw.call(payload).await?,
-            Client::Gateway { raw, .. } => raw.call_through(payload).await?,
+            Client::Gateway { raw, .. } | Client::Through(raw) => raw.call_through(payload).await?,
             Client::Pack(pack) => {
                 let arguments = Value::Object(payload.arguments.clone());
                 shared_mcp_fixture::call(pack, NAMESPACE, "echo", arguments)
@@ -298,6 +302,13 @@ impl Raw {
         modern: bool,
     ) -> Result<Raw, String> {
         Raw::start_with(client, url, modern, None).await
+    }
+
+    /// A pooled client of the gateway endpoint `url` at 2026-07-28, presenting `token`.
+    async fn of_gateway(url: &str, token: &str) -> Result<Raw, String> {
+        let bearer = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|error| format!("the token is no header value: {error}"))?;
+        Raw::start_with(Raw::http_client(true)?, url, true, Some(bearer)).await
     }
 
     /// [`Raw::start`], presenting `authorization` on every request, the first included.

@@ -11,6 +11,8 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
@@ -27,6 +29,27 @@ const TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 /// figure, not the limit's.
 const UNBOUNDED: &str = "1000000";
 
+/// The identity provider whose token every gateway of a run checks, and that token: one for
+/// all, so instances behind a balancer accept the same client.
+pub(crate) struct Issuer {
+    idp: Arc<IdentityProvider>,
+    /// The access token a client presents.
+    pub(crate) token: String,
+}
+
+impl Issuer {
+    pub(crate) async fn start() -> Issuer {
+        let idp = IdentityProvider::start().await;
+        let mut claims = idp.claims(RESOURCE, "bench@example.com");
+        claims["exp"] = json!(now() + TOKEN_LIFETIME.as_secs());
+        let token = idp.token(&claims);
+        Issuer {
+            idp: Arc::new(idp),
+            token,
+        }
+    }
+}
+
 /// A running gateway and what it needs; dropping it ends the gateway and removes its files.
 pub(crate) struct Gateway {
     child: Child,
@@ -34,36 +57,49 @@ pub(crate) struct Gateway {
     pub(crate) url: String,
     /// The access token a client presents.
     pub(crate) token: String,
-    /// Its config, session key, pins and audit files.
+    /// Its config, pins and audit files (and the session key, unless given one).
     dir: PathBuf,
     /// The issuer of the token, serving its keys for as long as the gateway runs.
-    _idp: IdentityProvider,
+    _idp: Arc<IdentityProvider>,
 }
 
 impl Gateway {
     /// Starts an identity provider and `runvil serve --http` in front of `url` (as the
     /// namespace the Pack knows it by), and waits until the gateway listens.
     pub(crate) async fn start(url: &str) -> Result<Gateway, String> {
+        Gateway::start_with(url, &Issuer::start().await, &[]).await
+    }
+
+    /// The same gateway checking `issuer`'s token, with `extra` flags (`--store ...`, a
+    /// shared `--session-key-file`): one of several instances.
+    pub(crate) async fn start_with(
+        url: &str,
+        issuer: &Issuer,
+        extra: &[String],
+    ) -> Result<Gateway, String> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
         let runvil = runvil()?;
-        let idp = IdentityProvider::start().await;
-        let mut claims = idp.claims(RESOURCE, "bench@example.com");
-        claims["exp"] = json!(now() + TOKEN_LIFETIME.as_secs());
-        let token = idp.token(&claims);
-        let dir = std::env::temp_dir().join(format!("bench-gateway-{}", std::process::id()));
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("bench-gateway-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
         let config = dir.join("mcp.json");
         let servers = json!({"mcpServers": {NAMESPACE: {"url": url}}});
         std::fs::write(&config, servers.to_string())
             .map_err(|error| format!("{}: {error}", config.display()))?;
         let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
-        let mut child = Command::new(&runvil)
+        let mut command = Command::new(&runvil);
+        command
             .args(["serve", "--http", "127.0.0.1:0", "--config"])
             .arg(&config)
-            .args(["--session-key-file", &path("session.key")])
-            .args(["--auth-issuer", idp.issuer(), "--resource", RESOURCE])
+            .args(["--auth-issuer", issuer.idp.issuer(), "--resource", RESOURCE])
             .args(["--audit", &path("audit.jsonl")])
             .args(["--rate", UNBOUNDED, "--burst", UNBOUNDED])
-            .args(["--max-requests", UNBOUNDED, "--max-streams", UNBOUNDED])
+            .args(["--max-requests", UNBOUNDED, "--max-streams", UNBOUNDED]);
+        if !extra.iter().any(|flag| flag == "--session-key-file") {
+            command.args(["--session-key-file", &path("session.key")]);
+        }
+        let mut child = command
+            .args(extra)
             .env("RUNVIL_PINS", path("pins.json"))
             .env("RUST_LOG", "off")
             .stdin(Stdio::null())
@@ -96,9 +132,9 @@ impl Gateway {
         Ok(Gateway {
             child,
             url,
-            token,
+            token: issuer.token.clone(),
             dir,
-            _idp: idp,
+            _idp: Arc::clone(&issuer.idp),
         })
     }
 }

@@ -19,6 +19,7 @@ mod gateway;
 mod measure;
 mod relist;
 mod report;
+mod scale;
 mod search;
 mod serve;
 mod server;
@@ -98,8 +99,9 @@ fn plan() -> Vec<(Mode, Vec<(Payload, What)>)> {
 }
 
 /// The sections of a run, for `--only` (the default runs them all, in this order).
-const SECTIONS: [&str; 8] = [
-    "startup", "listing", "relist", "search", "default", "nodelay", "json", "modern",
+const SECTIONS: [&str; 10] = [
+    "startup", "listing", "relist", "search", "default", "nodelay", "json", "modern", "scale",
+    "store",
 ];
 
 /// `bench [--only SECTION,...]`, where a section is one of [`SECTIONS`] (`--only` is for
@@ -211,6 +213,12 @@ async fn run(bin: std::path::PathBuf, only: Vec<String>) -> Result<Results, Stri
         if wanted(mode.section()) {
             wire(&bin, mode, &steps, &mut results).await?;
         }
+    }
+    if wanted("scale") {
+        scale::scale(&bin, &mut results).await?;
+    }
+    if wanted("store") {
+        scale::store(&bin, &mut results).await?;
     }
     Ok(results)
 }

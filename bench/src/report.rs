@@ -82,6 +82,14 @@ pub(crate) struct Results {
     pub(crate) relist_again: Vec<Listed>,
     /// Search: recall on the evaluation set, and latency over 10,000 tools.
     pub(crate) search: Option<Searched>,
+    /// Calls per second through nginx in front of one gateway, one per round.
+    pub(crate) scale_one_tput: Vec<f64>,
+    /// The same in front of two gateways on one database, one per round.
+    pub(crate) scale_two_tput: Vec<f64>,
+    /// p50 µs of one client's calls through a gateway on the files, one per round.
+    pub(crate) store_files_p50_us: Vec<f64>,
+    /// The same through a gateway on PostgreSQL (`--store`), one per round.
+    pub(crate) store_pg_p50_us: Vec<f64>,
 }
 
 impl Results {
@@ -271,7 +279,46 @@ impl Results {
                 ),
             ));
         }
+        // The shared state's figures: their own baselines, shown in the gateway's column.
+        let gateways = |label: &str, value: String| {
+            format!(
+                "| gateways on PostgreSQL | small 100 B | {label} | – | – | – | – | – | – | {value} | | | | | | |\n"
+            )
+        };
+        for (label, values) in [
+            (
+                "c=16 calls/s, 1 gateway behind nginx (rounds)",
+                &self.scale_one_tput,
+            ),
+            (
+                "c=16 calls/s, 2 gateways behind nginx (rounds)",
+                &self.scale_two_tput,
+            ),
+            (
+                "c=1 p50 µs, gateway on the files (rounds)",
+                &self.store_files_p50_us,
+            ),
+            (
+                "c=1 p50 µs, gateway with --store (rounds)",
+                &self.store_pg_p50_us,
+            ),
+        ] {
+            if !values.is_empty() {
+                let shown: Vec<String> = values.iter().map(|value| thousands(*value)).collect();
+                out.push_str(&gateways(label, shown.join(" ; ")));
+            }
+        }
         out
+    }
+
+    /// Two gateways' throughput over one's, on the round means.
+    fn scale_ratio(&self) -> Option<f64> {
+        Some(mean(&self.scale_two_tput)? / mean(&self.scale_one_tput)?)
+    }
+
+    /// The p50 with `--store` over the p50 on the files, on the round means.
+    fn store_ratio(&self) -> Option<f64> {
+        Some(mean(&self.store_pg_p50_us)? / mean(&self.store_files_p50_us)?)
     }
 
     /// The closing `RATIOS name=value ...` line.
@@ -291,7 +338,7 @@ impl Results {
             )
         };
         let search = self.search.as_ref();
-        let pairs: [(&str, Option<f64>); 27] = [
+        let pairs: [(&str, Option<f64>); 29] = [
             (
                 "nagle_c1_p50_vs_nopool",
                 pack_vs(Mode::Default, small, Figure::P50, Kind::RawNoPool),
@@ -373,6 +420,8 @@ impl Results {
                 "search_poisoned_recall_at_5",
                 search.map(|s| s.poisoned.at_5),
             ),
+            ("scale_2_vs_1_tput", self.scale_ratio()),
+            ("store_pg_c1_p50_vs_files", self.store_ratio()),
         ];
         let mut line = "RATIOS".to_owned();
         for (name, value) in pairs {
@@ -393,6 +442,11 @@ pub(crate) fn median(values: &[f64]) -> Option<f64> {
         _ if n % 2 == 1 => Some(sorted[n / 2]),
         _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
     }
+}
+
+/// The mean of `values`.
+fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
 /// The median of `values` over the median of `over`.

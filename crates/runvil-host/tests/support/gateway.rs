@@ -26,6 +26,8 @@ pub(crate) struct Gateway {
     /// `http://127.0.0.1:PORT` (or `https://`).
     pub(crate) base: String,
     stderr: Arc<Mutex<String>>,
+    /// Told of each line of stderr, for the tests that wait for one.
+    said: tokio::sync::watch::Receiver<usize>,
 }
 
 impl Gateway {
@@ -76,6 +78,7 @@ impl Gateway {
             .expect("runvil serve --http starts");
         let stderr = Arc::new(Mutex::new(String::new()));
         let (sender, receiver) = mpsc::channel();
+        let (lines, said) = tokio::sync::watch::channel(0);
         let kept = Arc::clone(&stderr);
         let pipe = child.stderr.take().expect("stderr");
         std::thread::spawn(move || {
@@ -88,6 +91,8 @@ impl Gateway {
                 let mut kept = kept.lock().expect("the stderr lock");
                 kept.push_str(&line);
                 kept.push('\n');
+                drop(kept);
+                lines.send_modify(|n| *n += 1);
             }
         });
         let base = receiver.recv_timeout(LISTEN_WITHIN);
@@ -96,6 +101,7 @@ impl Gateway {
             _lifeline: None,
             base: String::new(),
             stderr,
+            said,
         };
         match base {
             Ok(base) => gateway.base = base,
@@ -112,6 +118,27 @@ impl Gateway {
     /// Its stderr so far.
     pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().expect("the stderr lock").clone()
+    }
+
+    /// Waits until its stderr holds `what` `times` times, failing the test after `within`.
+    pub(crate) async fn said(&self, what: &str, times: usize, within: Duration) {
+        let mut said = self.said.clone();
+        let waited = tokio::time::timeout(
+            within,
+            said.wait_for(|_| self.stderr().matches(what).count() >= times),
+        )
+        .await;
+        assert!(
+            matches!(waited, Ok(Ok(_))),
+            "the gateway at {} did not say {what:?} {times} times: {}",
+            self.base,
+            self.stderr()
+        );
+    }
+
+    /// How many times its stderr holds `what` so far.
+    pub(crate) fn count(&self, what: &str) -> usize {
+        self.stderr().matches(what).count()
     }
 
     /// Its process id.

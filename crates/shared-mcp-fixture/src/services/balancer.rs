@@ -2,8 +2,9 @@
 //! free port of 127.0.0.1, spreading requests round robin over the upstreams it is given, with
 //! no stickiness (no `ip_hash`, no cookie), as a team would put one in front of several
 //! `runvil serve --http`. Responses are streamed as they come (no buffering), so server-sent
-//! events pass at once, and a request that finds an upstream gone is sent to the next one, as
-//! nginx does by default for an upstream that refuses the connection. Killed when dropped.
+//! events pass at once, and a request that finds an upstream gone (its connection refused) is
+//! sent to the next one; a request an upstream already received is never sent to another
+//! (see [`config_text`]). Killed when dropped.
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ pub struct Balancer {
     child: Child,
     port: u16,
     // Dropped after the child is killed (fields drop in order, after `Drop::drop`).
-    _folder: Folder,
+    folder: Folder,
 }
 
 impl Balancer {
@@ -58,7 +59,7 @@ impl Balancer {
         let mut balancer = Self {
             child,
             port,
-            _folder: folder,
+            folder,
         };
         balancer.wait_until_listening();
         Some(balancer)
@@ -67,6 +68,12 @@ impl Balancer {
     /// Its address, `127.0.0.1:<port>`.
     pub fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// What nginx logged (at `warn` and above): an upstream that refused a connection, or
+    /// closed one before answering, is named here.
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.folder.path.join("error.log")).unwrap_or_default()
     }
 
     /// The URL of `path` through it (`/mcp`).
@@ -100,6 +107,15 @@ fn nginx() -> Option<PathBuf> {
 }
 
 /// The configuration: one process, every file in `folder`, round robin over `upstreams`.
+///
+/// `proxy_next_upstream error` (without nginx's default `timeout`): a request whose upstream
+/// refused the connection, or closed it before the request was sent, goes to the next
+/// upstream, which is the passive failover a team needs when an instance dies. A request an
+/// upstream has already received is not sent again: nginx never resends a POST once sent
+/// (no `non_idempotent`, and `proxy_request_buffering off` streams the body), and without
+/// `timeout` a slow call is not sent to a second instance either. An MCP `tools/call` is a
+/// POST that may change the world; making it twice because the first instance was slow or
+/// died mid-way is worse than answering that one call with an error.
 fn config_text(folder: &Path, port: u16, upstreams: &[SocketAddr]) -> String {
     let dir = folder.display();
     let servers: String = upstreams
@@ -131,6 +147,7 @@ fn config_text(folder: &Path, port: u16, upstreams: &[SocketAddr]) -> String {
          \x20           proxy_buffering off;\n\
          \x20           proxy_request_buffering off;\n\
          \x20           proxy_read_timeout 600s;\n\
+         \x20           proxy_next_upstream error;\n\
          \x20       }}\n\
          \x20   }}\n\
          }}\n"
