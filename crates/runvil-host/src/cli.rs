@@ -309,7 +309,8 @@ pub(crate) enum Command {
     /// lines otherwise, oldest first, the rotated files included.
     #[command(after_help = AUDIT_EXAMPLES)]
     Audit {
-        /// The audit file [default: audit.jsonl beside the pins file]
+        /// The audit file [default: with --store the store's table, else audit.jsonl beside
+        /// the pins file]
         #[arg(long, value_name = "FILE")]
         audit: Option<PathBuf>,
         /// Go on printing lines as they are written, across rotations, until interrupted.
@@ -327,6 +328,8 @@ pub(crate) enum Command {
         /// Only lines of this identity: a token's sub, key:NAME or anonymous.
         #[arg(long, value_name = "ID")]
         identity: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Make an API key for the gateway (`runvil serve --http --api-keys FILE`): prints the key
     /// once (line 1), then the line to add to the key file (line 2), which holds its SHA-256.
@@ -402,7 +405,8 @@ Examples:
   runvil audit                               every line, as a table on a terminal
   runvil audit --since 2h --ns github        the last two hours' calls to github
   runvil audit --identity key:ci --follow    the ci key's calls, as they happen
-  runvil audit --audit /var/lib/runvil/audit.jsonl | jq .   JSON lines when piped";
+  runvil audit --audit /var/lib/runvil/audit.jsonl | jq .   JSON lines when piped
+  RUNVIL_STORE=postgres://... runvil audit -f   every instance's lines in the store, as they come";
 
 const GATEWAY_KEY_EXAMPLES: &str = "\
 Example:

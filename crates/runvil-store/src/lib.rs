@@ -42,7 +42,7 @@ pub mod pins;
 pub mod records;
 pub mod sealed;
 
-pub use audit::{AuditRow, Instance};
+pub use audit::{AuditQuery, AuditRow, Instance, KeptRow};
 pub use credentials::SealedCredentials;
 pub use database::Database;
 pub use dsn::Dsn;

@@ -206,7 +206,7 @@ pub(crate) async fn run(
     };
     // Another instance's (or process's) approval or rejection counts at the next call.
     let _following = store.follow(&pack);
-    let started = listen(&settings, gateway).await;
+    let started = listen(&settings, gateway, store.database()).await;
     let (listener, tls, key, gateway) = match started {
         Ok(started) => started,
         Err(e) => {
@@ -232,12 +232,15 @@ pub(crate) async fn run(
     }
     discovery::say_warnings(&config.warnings);
     let served = Served::new(Arc::clone(&pack), waits);
+    let audit = Arc::clone(&gateway.audit);
     let server = Arc::new(Server::new(served, gateway, key, &settings));
     let serving = listener::serve(listener, tls, server, settings.drain, signals::stopped());
     let stop = tokio::select! {
         stop = serving => stop,
         () = say_held(pack.status()) => unreachable!("say_held never ends"),
     };
+    // The calls have ended: their lines are kept before runvil does.
+    audit.closing().await;
     pack.shutdown().await;
     stop.exit_code()
 }
@@ -247,6 +250,7 @@ pub(crate) async fn run(
 async fn listen(
     settings: &Settings,
     gateway: &GatewayArgs,
+    store: Option<(Arc<runvil_store::Database>, Arc<runvil_store::Instance>)>,
 ) -> Result<
     (
         TcpListener,
@@ -257,8 +261,8 @@ async fn listen(
     String,
 > {
     let address = resolve(&settings.address)?;
-    let gateway =
-        Gateway::from_args(gateway, address.ip().is_loopback()).map_err(|e| e.to_string())?;
+    let gateway = Gateway::from_args(gateway, address.ip().is_loopback(), store)
+        .map_err(|e| e.to_string())?;
     let key_path = match &settings.session_key_file {
         Some(path) => path.clone(),
         None => session_key::default_path()
