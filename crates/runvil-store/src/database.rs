@@ -279,3 +279,52 @@ impl Drop for Database {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RECONNECT_FIRST, RECONNECT_MAX: after each failed attempt the next waits twice as long,
+    /// from the first wait up to the cap and never past it; meanwhile statements fail at once,
+    /// saying when the next attempt is. On tokio's paused clock, against a socket that is not
+    /// there (an attempt fails at once, with no I/O to wait for).
+    #[tokio::test(start_paused = true)]
+    async fn each_attempt_waits_twice_the_last_up_to_the_cap() {
+        let dsn = Dsn::parse("host=/nonexistent-runvil-socket-dir user=u dbname=d").expect("ok");
+        let database = Database::new(dsn).expect("a database");
+        let statement = async || {
+            let failed = database
+                .run(async |client| client.execute("SELECT 1", &[]).await)
+                .await
+                .expect_err("nothing is there");
+            match failed {
+                Error::Unreachable { reason, .. } => reason,
+                other => panic!("{other:?}"),
+            }
+        };
+        let mut waits = Vec::new();
+        for _ in 0..9 {
+            let attempt = statement().await;
+            assert!(!attempt.starts_with("connecting again"), "{attempt}");
+            let waiting = statement().await;
+            let ms: u64 = waiting
+                .strip_prefix("connecting again in ")
+                .and_then(|rest| rest.strip_suffix(" ms"))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{waiting}"));
+            waits.push(ms);
+            tokio::time::advance(Duration::from_millis(ms - 1)).await;
+            assert_eq!(statement().await, "connecting again in 1 ms", "not before");
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        let first = RECONNECT_FIRST.as_millis() as u64;
+        let max = RECONNECT_MAX.as_millis() as u64;
+        let want: Vec<u64> = (0..9).map(|n| (first << n).min(max)).collect();
+        assert_eq!(waits, want);
+        assert_eq!(
+            &waits[5..],
+            [8000, 10_000, 10_000, 10_000],
+            "capped at 10 s"
+        );
+    }
+}
