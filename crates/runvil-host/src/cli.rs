@@ -273,9 +273,10 @@ pub(crate) enum Command {
         config: Option<PathBuf>,
     },
     /// Turn a server off, or one of its tools: a server turned off is not contacted, a tool
-    /// turned off is in no listing and calling it is the unknown-tool error. Kept in the pins
-    /// file with the approvals, for every command and every `runvil serve` (which sees a tool's
-    /// change at its next use, a server's at its next start). Contacts no server.
+    /// turned off is in no listing and calling it is the unknown-tool error. Kept with the
+    /// approvals (the pins file, or --store's database), for every command and every `runvil
+    /// serve` (which sees a tool's change at its next use, a server's at its next start).
+    /// Contacts no server.
     #[command(after_help = DISABLE_EXAMPLES)]
     Disable {
         /// The server's namespace.
@@ -284,6 +285,8 @@ pub(crate) enum Command {
         tool: Option<String>,
         #[command(flatten)]
         source: Source,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Turn a server, or one of its tools, on again after `runvil disable`.
     #[command(after_help = DISABLE_EXAMPLES)]
@@ -294,6 +297,8 @@ pub(crate) enum Command {
         tool: Option<String>,
         #[command(flatten)]
         source: Source,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Print the completion script of a shell, for `runvil`'s commands and options, and the
     /// config's namespaces and its servers' tool names (those listed within 3 s, as `runvil

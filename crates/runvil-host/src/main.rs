@@ -187,12 +187,14 @@ fn main() -> ExitCode {
             namespace,
             tool,
             source,
-        } => disable::run(&namespace, tool.as_deref(), false, &source),
+            store,
+        } => disable::run(&namespace, tool.as_deref(), false, &source, &store),
         Command::Enable {
             namespace,
             tool,
             source,
-        } => disable::run(&namespace, tool.as_deref(), true, &source),
+            store,
+        } => disable::run(&namespace, tool.as_deref(), true, &source, &store),
         Command::Completions { shell, source } => block_on(completions::run(shell, &source)),
     };
     ExitCode::from(code)

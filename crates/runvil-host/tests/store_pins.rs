@@ -7,8 +7,8 @@
 //! log level. And when the database is away: a `serve` started without it serves, trusting
 //! nothing until it is reached, then trusts the first listing; a gateway that loses it keeps
 //! serving the tools it trusts, and once it is back every approval is still there and every
-//! call is one audit row, none doubled. Each test skips in one line without PostgreSQL (fails
-//! under `CI=true`).
+//! call is one audit row, none doubled. `disable` and `enable` keep their decision in the
+//! database's record. Each test skips in one line without PostgreSQL (fails under `CI=true`).
 
 mod support;
 
@@ -482,4 +482,66 @@ async fn a_gateway_keeps_serving_what_it_trusts_while_the_store_is_away_and_catc
     let said = gateway.stderr();
     assert!(said.contains("the store cannot be reached"), "{said}");
     assert_no_canary(&said);
+}
+
+/// `runvil disable` and `enable` with `--store` keep their decision in the server's record in
+/// the database, where every runvil on it reads it (the pins file is left alone), and say a
+/// database that cannot be reached as such, without its password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disable_and_enable_keep_their_decision_in_the_store_s_record() {
+    let Some(world) = World::start(json!([search("Finds documents."), echo()]), false).await else {
+        return;
+    };
+    let decisions = "SELECT coalesce(value::jsonb->>'disabled', 'false') || ' ' || \
+                     coalesce(value::jsonb->>'disabled_tools', '[]') FROM runvil.records \
+                     WHERE kind = 'pins'";
+    let out = world.run(&["disable", "s", "echo"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    assert!(
+        text(&out.stderr).contains("runvil: s echo is turned off\n"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(world.postgres.psql(decisions).trim(), r#"false ["echo"]"#);
+    let out = world.run(&["tools", "s"]).await;
+    assert_eq!(
+        judged(&out),
+        (vec!["search".to_owned()], vec![]),
+        "{}",
+        said(&out)
+    );
+
+    let out = world.run(&["disable", "s"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    assert_eq!(world.postgres.psql(decisions).trim(), r#"true ["echo"]"#);
+    let out = world.run(&["enable", "s"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let out = world.run(&["enable", "s", "echo"]).await;
+    assert!(
+        text(&out.stderr).contains("runvil: s echo is turned on\n"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(world.postgres.psql(decisions).trim(), "false []");
+    let out = world.run(&["tools", "s"]).await;
+    assert_eq!(
+        judged(&out),
+        (vec!["echo".to_owned(), "search".to_owned()], vec![]),
+        "{}",
+        said(&out)
+    );
+    assert!(!world.pins_file().exists(), "the pins file is not used");
+
+    world.postgres.stop();
+    let out = world.run(&["disable", "s", "echo"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        text(&out.stderr).starts_with(&format!(
+            "runvil: cannot disable: cannot reach the store, database \"postgres\" at \
+             127.0.0.1:{} as runvil: ",
+            world.postgres.port()
+        )),
+        "{}",
+        said(&out)
+    );
 }
