@@ -1,10 +1,13 @@
 //! Where a command keeps what it keeps: the files (the default: one person, one machine, no
 //! set-up) or, with `--store postgres://...` (or `$RUNVIL_STORE`), a PostgreSQL database that
 //! several runvil processes share (`runvil-store`'s module doc says where each piece of state
-//! lives in each mode). With the flag, logins and the records of trusted tools (with the
-//! reviews `runvil trust --yes` approves) are the database's, and a running command hears of
+//! lives in each mode). With the flag, logins, the records of trusted tools (with the reviews
+//! `runvil trust --yes` approves and the servers and tools turned off) and the gateway's audit
+//! trail (`gateway::audit::database`) are the database's, and a running command hears of
 //! every change another process makes to a record ([`changes`]); without it, the credentials
-//! and pins files.
+//! and pins files and the audit file. `serve` opens the database whether or not it is there
+//! ([`Store::choose_serving`]): what it already trusts stays served meanwhile; every other
+//! command needs it at once.
 //!
 //! The connection string is parsed once, here, and never shown: runvil names the database by
 //! its host, port, database and user. Credentials in the database are sealed under the key of
