@@ -195,14 +195,16 @@ async fn completions_offer_the_config_s_namespaces_and_its_servers_tools() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let script = text(&out.stdout);
     let call = "runvil__subcmd__call)\n            \
-                opts=\"-h --config --wait --pretty --compact --help backend down echo fails \
-                progress slow\"\n";
+                opts=\"-h --config --wait --pretty --compact --store --store-key-file --help \
+                backend down echo fails progress slow\"\n";
     assert!(script.contains(call), "{script}");
     let disable = "runvil__subcmd__disable)\n            \
-                   opts=\"-h --config --help backend down echo fails progress slow\"\n";
+                   opts=\"-h --config --store --store-key-file --help backend down echo fails \
+                   progress slow\"\n";
     assert!(script.contains(disable), "{script}");
     let login = "runvil__subcmd__login)\n            \
-                 opts=\"-h --config --wait --no-browser --help backend down\"\n";
+                 opts=\"-h --config --wait --no-browser --store --store-key-file --help backend \
+                 down\"\n";
     assert!(script.contains(login), "{script}");
     assert!(
         !script.contains("pwned") && !script.contains(" off"),
@@ -214,7 +216,7 @@ async fn completions_offer_the_config_s_namespaces_and_its_servers_tools() {
     let out = support::runvil_in(&empty, &empty, &["completions", "bash"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let call = "runvil__subcmd__call)\n            \
-                opts=\"-h --config --wait --pretty --compact --help\"\n";
+                opts=\"-h --config --wait --pretty --compact --store --store-key-file --help\"\n";
     assert!(text(&out.stdout).contains(call), "{}", text(&out.stdout));
     // A config asked for and missing is an error.
     let out = run(&["completions", "bash", "--config", "no/such/mcp.json"]).await;
