@@ -292,6 +292,10 @@ mod tests {
                 http::DEFAULT_CALL_TIMEOUT_SECS.to_string(),
             ),
             ("SESSION_LIFETIME", secs(http::SESSION_LIFETIME)),
+            (
+                "MAX_REVOKED_SESSIONS",
+                http::MAX_REVOKED_SESSIONS.to_string(),
+            ),
         ]
     }
 

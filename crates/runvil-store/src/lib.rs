@@ -15,6 +15,7 @@
 //! | servers and tools turned off (`disable`) | in the server's record in `pins.json` | in the server's `pins` record |
 //! | the gateway's audit trail | `audit.jsonl` (`--audit`), appended by one gateway | `runvil.audit`, a row per line with the instance that wrote it and an id of 128 random bits it chose ([`audit`]), numbered in the order kept (`seq`), for every instance |
 //! | audit lines not yet kept | the file writer's queue, in the process | the Host's queue (`AUDIT_STORE_QUEUE_LINES`), in the process, while the database is away |
+//! | 2025-11-25 sessions ended (`DELETE`) | in the instance that ended them only | `runvil.revoked_sessions`, the hash of each one's sealed number with its expiry ([`sessions`]), announced to every instance |
 //! | the key that seals credentials | (none) | a file beside runvil, never in the database |
 //!
 //! # Layout
@@ -28,7 +29,8 @@
 //! - [`records`]: versioned records, compare-and-set. [`sealed`]: values sealed at rest.
 //! - [`credentials`]: the contract's `CredentialStore` on the records, with its hold.
 //! - [`pins`]: the contract's `PinStore` on the records.
-//! - [`listen`]: the notices of changed records. [`audit`]: the audit table.
+//! - [`listen`]: the notices of changed records (and of ended sessions). [`audit`]: the audit
+//!   table. [`sessions`]: the sessions ended on one instance, for all.
 //! - [`error`]: what this boundary answers ([`Error`]).
 
 #![forbid(unsafe_code)]
@@ -45,6 +47,7 @@ pub mod migrations;
 pub mod pins;
 pub mod records;
 pub mod sealed;
+pub mod sessions;
 
 pub use audit::{AuditQuery, AuditRow, Instance, KeptRow};
 pub use credentials::SealedCredentials;

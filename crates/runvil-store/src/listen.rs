@@ -31,6 +31,8 @@ pub enum Change {
     },
     /// Records of this kind changed (a key too long for a notice).
     Kind(Kind),
+    /// A 2025-11-25 session was ended: the hash its row names it by.
+    Session(String),
     /// Anything may have changed: the listener (re)started, and notices may have been missed.
     Everything,
 }
@@ -42,6 +44,9 @@ impl Change {
             Some((kind, key)) => (kind, Some(key)),
             None => (payload, None),
         };
+        if let ("session", Some(hash)) = (kind, key) {
+            return Change::Session(hash.to_owned());
+        }
         match (Kind::parse(kind), key) {
             (Some(kind), Some(key)) => Change::Record {
                 kind,
@@ -136,5 +141,9 @@ mod tests {
             Change::Kind(Kind::Credentials)
         );
         assert_eq!(Change::parse("other\tx"), Change::Everything);
+        assert_eq!(
+            Change::parse("session\tab12"),
+            Change::Session("ab12".to_owned())
+        );
     }
 }

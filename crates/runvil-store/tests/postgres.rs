@@ -44,20 +44,23 @@ async fn the_schema_is_made_once_migrated_again_as_a_no_op_and_refused_when_newe
     let (a, b) = tokio::join!(open(&postgres), open(&postgres));
     drop((a, b));
     let versions = "SELECT version FROM runvil.schema_version ORDER BY version";
-    assert_eq!(postgres.psql(versions).trim(), "1\n2");
+    assert_eq!(postgres.psql(versions).trim(), "1\n2\n3");
     open(&postgres).await;
-    assert_eq!(postgres.psql(versions).trim(), "1\n2", "applied once");
+    assert_eq!(postgres.psql(versions).trim(), "1\n2\n3", "applied once");
     let tables = "SELECT string_agg(table_name, ',' ORDER BY table_name) \
                   FROM information_schema.tables WHERE table_schema = 'runvil'";
-    assert_eq!(postgres.psql(tables).trim(), "audit,records,schema_version");
+    assert_eq!(
+        postgres.psql(tables).trim(),
+        "audit,records,revoked_sessions,schema_version"
+    );
 
-    postgres.psql("INSERT INTO runvil.schema_version (version, applied_by) VALUES (3, 'later')");
+    postgres.psql("INSERT INTO runvil.schema_version (version, applied_by) VALUES (4, 'later')");
     let dsn = Dsn::parse(&postgres.dsn()).expect("a DSN");
     let refused = Database::open(dsn).await.err().expect("refused");
-    assert_eq!(refused, Error::NewerSchema { found: 3, known: 2 });
+    assert_eq!(refused, Error::NewerSchema { found: 4, known: 3 });
     assert_eq!(
         refused.to_string(),
-        "the store's schema is version 3, newer than this runvil knows (version 2); use a \
+        "the store's schema is version 4, newer than this runvil knows (version 3); use a \
          runvil at least as new as the one that migrated it"
     );
 }
@@ -315,7 +318,7 @@ async fn a_database_away_at_start_is_migrated_at_its_first_statement_once_reache
     }
     assert_eq!(database.load(Kind::Pins, "a#1").await, Ok(None), "at once");
     let versions = "SELECT version FROM runvil.schema_version ORDER BY version";
-    assert_eq!(postgres.psql(versions).trim(), "1\n2");
+    assert_eq!(postgres.psql(versions).trim(), "1\n2\n3");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -436,4 +439,47 @@ async fn two_packs_needing_a_new_token_at_once_redeem_the_refresh_token_once() {
     );
     a.shutdown().await;
     b.shutdown().await;
+}
+
+/// An ended session is kept by its name with its expiry, announced, listed while it lives, and
+/// pruned once expired when another is ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_session_is_announced_listed_while_it_lives_and_pruned_after() {
+    let Some(postgres) = Postgres::start() else {
+        return;
+    };
+    let database = open(&postgres).await;
+    let mut changes = database.changes();
+    // Listening first: a notice sent before is not heard.
+    loop {
+        match tokio::time::timeout(SETTLE, changes.recv()).await {
+            Ok(Ok(Change::Everything)) => break,
+            Ok(Ok(_)) => {}
+            other => panic!("the listener never listened: {other:?}"),
+        }
+    }
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    let past = SystemTime::now() - Duration::from_secs(1);
+    database.revoke_session("aa", later).await.expect("kept");
+    database
+        .revoke_session("aa", later)
+        .await
+        .expect("again, once");
+    database.revoke_session("bb", past).await.expect("kept");
+    loop {
+        match tokio::time::timeout(SETTLE, changes.recv()).await {
+            Ok(Ok(Change::Session(name))) if name == "aa" => break,
+            Ok(Ok(_)) => {}
+            other => panic!("no notice of the ended session: {other:?}"),
+        }
+    }
+    let listed = database.revoked_sessions(10).await.expect("read");
+    assert_eq!(
+        listed.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["aa"],
+        "an expired one is not listed"
+    );
+    database.revoke_session("cc", later).await.expect("kept");
+    let rows = postgres.psql("SELECT hash FROM runvil.revoked_sessions ORDER BY hash");
+    assert_eq!(rows.trim(), "aa\ncc", "the expired one pruned");
 }

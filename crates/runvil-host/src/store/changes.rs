@@ -55,7 +55,7 @@ pub(crate) fn follow(database: &Database, pack: &Arc<dyn Pack>) -> AbortOnDropHa
                         pack.record_changed(&server);
                     }
                 }
-                Change::Record { .. } | Change::Kind(_) => {}
+                Change::Record { .. } | Change::Kind(_) | Change::Session(_) => {}
             }
         }
     }))

@@ -83,6 +83,7 @@ async fn serve(fixture: &Fixture, audit: Arc<dyn AuditSink>) -> String {
         served,
         gateway,
         SessionKey::new(&[7; 32]),
+        super::revoked::Revoked::new(None),
         &settings,
     ));
     let socket = tokio::net::TcpListener::bind("127.0.0.1:0")
