@@ -343,9 +343,13 @@ async fn approvals_and_rejections_made_elsewhere_reach_a_running_serve_at_its_ne
 /// What serve says once the listener reaches the database again.
 const REACHED: &str = "the store is reached again";
 
+/// What serve says once it told its Pack that every record is to be read again.
+const EVERY_RECORD: &str = "the store says any record may have changed";
+
 /// A `runvil serve --store` on stdio started while the database is away starts anyway, says
 /// so, and holds every tool of a server it has no record of, with the store's reason; once
-/// the database is back (serve says it reached it), the next call trusts the first listing.
+/// the database is back (serve says it reached it, and told its Pack to read every record
+/// again), the next call trusts the first listing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_serve_started_while_the_store_is_away_trusts_nothing_until_it_is_reached() {
     let Some(world) = World::start(json!([echo()]), false).await else {
@@ -384,10 +388,9 @@ async fn a_serve_started_while_the_store_is_away_trusts_nothing_until_it_is_reac
 
     world.postgres.start_again();
     until_said(REACHED).await;
-    assert_eq!(
-        call(&client, "echo", "y").await,
-        (Some(false), "y".to_owned())
-    );
+    until_said(EVERY_RECORD).await;
+    let answer = call(&client, "echo", "y").await;
+    assert_eq!(answer, (Some(false), "y".to_owned()), "{logged}");
     let rows = world.pins_rows();
     assert!(
         rows.trim().starts_with("s#") && rows.trim().ends_with("|1"),
