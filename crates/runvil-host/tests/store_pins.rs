@@ -447,11 +447,12 @@ async fn a_gateway_keeps_serving_what_it_trusts_while_the_store_is_away_and_catc
     // second); they are served until one such read has failed, and after.
     let kept = "the record of approved tools could not be read again; the one held stays";
     let mut calls = 2;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while !gateway.stderr().contains(kept) {
         assert_eq!(call("echo", "c").await, ok("c"));
         calls += 1;
         assert!(
-            calls < 2000,
+            tokio::time::Instant::now() < deadline,
             "the record was never read again: {}",
             gateway.stderr()
         );

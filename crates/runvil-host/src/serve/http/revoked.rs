@@ -125,10 +125,11 @@ async fn follow(
         }
         match changes.recv().await {
             Ok(Change::Session(name)) => {
-                tracing::debug!(target: "runvil", "the store says a session was ended");
                 // The notice has no expiry; no session lives longer than this from now.
                 let expires = SystemTime::now() + SESSION_LIFETIME;
                 ended.insert(name, expires, MAX_REVOKED_SESSIONS);
+                // Said once it is refused: a request after the line is.
+                tracing::debug!(target: "runvil", "the store says a session was ended");
             }
             Ok(Change::Everything) | Err(RecvError::Lagged(_)) => read_all = true,
             Ok(_) => {}
