@@ -15,7 +15,8 @@
 //! tool, once the record is kept. From then on each listing is judged against the record: a
 //! tool whose pin differs, or that the record has never seen (a rename is a new tool), is
 //! held; a tool that is gone leaves the record. Nothing is trusted on a record that cannot be
-//! read, nor on a first listing whose record the store refuses to keep: this process keeps
+//! read (nor on one that is not this Pack's), nor on a first listing whose record the store
+//! refuses to keep: this process keeps
 //! judging against it (it is never forgotten because a save failed) and saves it again at each
 //! read, but trusts none of its tools until it is kept. What pins cannot catch is a tool
 //! hostile from its first listing: the envelope's cleaning and caps still apply to it.
@@ -30,6 +31,12 @@
 //! (absent from every listing, never held, called as tools the server does not have):
 //! [`Pins::set_enabled`] makes them, by the same compare-and-set, with no listing needed; a
 //! record holding only decisions leaves the next listing to be trusted on first use.
+//!
+//! When the store does not answer a read again (a database that is away, a file that cannot be
+//! read now), the record this process holds stays the one it judges against: the tools it
+//! trusted stay callable, a tool new or changed since is held, and a server it holds no record
+//! of trusts nothing (every tool held as unverified, with the store's reason) until the store
+//! answers again. A record the store answers that is not this Pack's trusts nothing.
 //!
 //! The record is read again when the server's tools are used, at most once per
 //! [`PIN_RECHECK_INTERVAL`] ([`Pins::stale`]), or at the next use once the Host says it changed
@@ -479,7 +486,19 @@ impl Pins {
         for _ in 0..MAX_PIN_SAVE_ATTEMPTS {
             let stored = match self.load(&had).await {
                 Ok(stored) => stored,
-                Err(why) => return Loaded::Unreadable(why),
+                // The store did not answer (a database away, a file that cannot be read now):
+                // the record this process holds stays what it judges against, so the tools
+                // trusted before stay trusted and nothing new is; without one, nothing is.
+                Err(Unread::Unanswered(why)) => {
+                    return match had {
+                        Loaded::Kept { .. } | Loaded::Unkept { .. } => {
+                            tracing::debug!(server = %log_safe(&self.namespace), error = %why.line(), "the record of approved tools could not be read again; the one held stays");
+                            had
+                        }
+                        Loaded::NotRead | Loaded::Unreadable(_) => Loaded::Unreadable(why),
+                    };
+                }
+                Err(Unread::NotOurs(why)) => return Loaded::Unreadable(why),
             };
             let read = stored.as_ref().map(|(_, version)| *version);
             let refused_before = match &had {
@@ -702,7 +721,7 @@ impl Pins {
             let (mut record, read) = match self.load(&state.record).await {
                 Ok(Some((record, version))) => (record, Some(version)),
                 Ok(None) => (Record::unlisted(), None),
-                Err(why) => return Err(StoreError::new(why.into_string())),
+                Err(unread) => return Err(StoreError::new(unread.why().into_string())),
             };
             if !record.decide(tool, enabled) {
                 return Ok((false, None));
@@ -751,14 +770,17 @@ impl Pins {
 
     /// The record in the store and its version, `None` when there is none. A record whose
     /// version is the one `had` holds is not read again.
-    async fn load(&self, had: &Loaded) -> Result<Option<(Record, Version)>, Shown> {
+    async fn load(&self, had: &Loaded) -> Result<Option<(Record, Version)>, Unread> {
         let (store, key) = (Arc::clone(&self.store), self.key.clone());
         let loaded = tokio::task::spawn_blocking(move || store.load(&key)).await;
         let stored = match loaded {
             Ok(Ok(None)) => return Ok(None),
             Ok(Ok(Some(stored))) => stored,
-            Ok(Err(error)) => return Err(show(&self.scrubber, &error.reason, MAX_ERROR_CHARS)),
-            Err(_) => return Err(Shown::ours("the Host's store failed")),
+            Ok(Err(error)) => {
+                let why = show(&self.scrubber, &error.reason, MAX_ERROR_CHARS);
+                return Err(Unread::Unanswered(why));
+            }
+            Err(_) => return Err(Unread::Unanswered(Shown::ours("the Host's store failed"))),
         };
         if let Loaded::Kept { record, version } = had
             && *version == stored.version
@@ -767,9 +789,9 @@ impl Pins {
         }
         match serde_json::from_str::<Record>(&stored.record) {
             Ok(record) if record.version == RECORD_VERSION => Ok(Some((record, stored.version))),
-            _ => Err(Shown::ours(
+            _ => Err(Unread::NotOurs(Shown::ours(
                 "the Host's store holds no record of this Pack's for the server",
-            )),
+            ))),
         }
     }
 
@@ -781,6 +803,22 @@ impl Pins {
             Ok(Ok(saved)) => Ok(saved),
             Ok(Err(error)) => Err(show(&self.scrubber, &error.reason, MAX_ERROR_CHARS)),
             Err(_) => Err(Shown::ours("the Host's store failed")),
+        }
+    }
+}
+
+/// Why a record was not read.
+enum Unread {
+    /// The store did not answer: it cannot be reached or read now.
+    Unanswered(Shown),
+    /// It answered with a record that is not one of this Pack's.
+    NotOurs(Shown),
+}
+
+impl Unread {
+    fn why(self) -> Shown {
+        match self {
+            Self::Unanswered(why) | Self::NotOurs(why) => why,
         }
     }
 }

@@ -37,6 +37,8 @@ struct Memory {
     hidden_loads: AtomicUsize,
     /// Saves refused because the record changed since it was read.
     conflicts: AtomicUsize,
+    /// Reads failed while `loads_fail`.
+    failed_loads: AtomicUsize,
 }
 
 impl PinStore for Memory {
@@ -45,6 +47,7 @@ impl PinStore for Memory {
             return Err(StoreError::new("pins.json is not a runvil pins file"));
         }
         if self.loads_fail.load(Ordering::SeqCst) {
+            self.failed_loads.fetch_add(1, Ordering::SeqCst);
             return Err(StoreError::new("cannot read pins.json: Input/output error"));
         }
         let hide = |left: usize| left.checked_sub(1);
@@ -142,6 +145,9 @@ async fn listed(pack: &Arc<dyn Pack>) -> (Vec<String>, Vec<(String, String)>) {
 
 /// A change to a tool's definition.
 type Bend = fn(&mut Value);
+
+const NEW: &str = "it is new since the tools of s were approved; the user can review it with \
+                   `runvil trust s`";
 
 const CHANGED: &str = "its definition changed since it was approved; the user can review it \
                        with `runvil trust s`";
@@ -450,28 +456,54 @@ async fn a_store_that_cannot_save_trusts_no_first_listing_and_forgets_none() {
     );
 }
 
-/// A store that cannot be read after a record existed trusts nothing: every tool is held
-/// once the record is read again (at a use), never trusted afresh.
+/// A store that cannot be read again after a record was read takes no trusted tool away: the
+/// record held stays the one judged against, so the trusted tool is still called, while a tool
+/// new since is held (nothing new is trusted); a second Pack, which holds no record, trusts
+/// nothing, with the store's reason. Once the store answers, the held record is read again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_store_that_fails_to_read_after_a_record_existed_trusts_nothing() {
-    let (_changing, _server, store, pack) = pinned_world(json!([echo()])).await;
+async fn a_store_that_fails_to_read_again_keeps_the_record_held_and_trusts_nothing_new() {
+    let (changing, server, store, pack) = pinned_world(json!([echo()])).await;
     assert_eq!(listed(&pack).await.0, ["echo"]);
     store.loads_fail.store(true, Ordering::SeqCst);
-    // Calls of the trusted tool read the record in the background, at most once a second.
-    support::wait_until("echo is held", SETTLE, async || {
-        support::call(&pack, "s", "echo", json!({"text": "x"}))
-            .await
-            .is_err()
-    })
-    .await;
+    // The Host says the record changed: the next use reads it again, and the read fails.
+    pack.record_changed("s");
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "x"})).await,
+        Ok("x".to_owned()),
+        "the trusted tool is still called"
+    );
+    assert!(store.failed_loads.load(Ordering::SeqCst) > 0, "it was read");
+    change(&server, &changing, json!([echo(), search()])).await;
+    assert_eq!(
+        listed(&pack).await,
+        (vec!["echo".into()], vec![("search".into(), NEW.into())])
+    );
+
+    let other = pack_pinned(&server, &store);
+    support::wait_for(&other, "s", "ready", SETTLE).await;
     let reason = "the record of approved tools cannot be read (cannot read pins.json: \
                   Input/output error), so no tool is trusted; the user can review it with \
                   `runvil trust s`";
     assert_eq!(
-        listed(&pack).await,
-        (vec![], vec![("echo".into(), reason.into())])
+        listed(&other).await,
+        (
+            vec![],
+            vec![
+                ("echo".into(), reason.into()),
+                ("search".into(), reason.into())
+            ]
+        )
     );
-    assert_eq!(pack.held("s").await[0].why, Held::Unverified);
+    assert_eq!(other.held("s").await[0].why, Held::Unverified);
+
+    // The store answers again: the second Pack reads the record at its next use.
+    store.loads_fail.store(false, Ordering::SeqCst);
+    other.record_changed("s");
+    assert_eq!(
+        listed(&other).await,
+        (vec!["echo".into()], vec![("search".into(), NEW.into())])
+    );
+    other.shutdown().await;
 }
 
 /// Two Packs (two processes) judging one first listing keep one record: the one whose save

@@ -273,9 +273,10 @@ pub(crate) enum Command {
         config: Option<PathBuf>,
     },
     /// Turn a server off, or one of its tools: a server turned off is not contacted, a tool
-    /// turned off is in no listing and calling it is the unknown-tool error. Kept in the pins
-    /// file with the approvals, for every command and every `runvil serve` (which sees a tool's
-    /// change at its next use, a server's at its next start). Contacts no server.
+    /// turned off is in no listing and calling it is the unknown-tool error. Kept with the
+    /// approvals (the pins file, or --store's database), for every command and every `runvil
+    /// serve` (which sees a tool's change at its next use, a server's at its next start).
+    /// Contacts no server.
     #[command(after_help = DISABLE_EXAMPLES)]
     Disable {
         /// The server's namespace.
@@ -284,6 +285,8 @@ pub(crate) enum Command {
         tool: Option<String>,
         #[command(flatten)]
         source: Source,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Turn a server, or one of its tools, on again after `runvil disable`.
     #[command(after_help = DISABLE_EXAMPLES)]
@@ -294,6 +297,8 @@ pub(crate) enum Command {
         tool: Option<String>,
         #[command(flatten)]
         source: Source,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Print the completion script of a shell, for `runvil`'s commands and options, and the
     /// config's namespaces and its servers' tool names (those listed within 3 s, as `runvil
@@ -309,7 +314,8 @@ pub(crate) enum Command {
     /// lines otherwise, oldest first, the rotated files included.
     #[command(after_help = AUDIT_EXAMPLES)]
     Audit {
-        /// The audit file [default: audit.jsonl beside the pins file]
+        /// The audit file [default: with --store the store's table, else audit.jsonl beside
+        /// the pins file]
         #[arg(long, value_name = "FILE")]
         audit: Option<PathBuf>,
         /// Go on printing lines as they are written, across rotations, until interrupted.
@@ -327,6 +333,8 @@ pub(crate) enum Command {
         /// Only lines of this identity: a token's sub, key:NAME or anonymous.
         #[arg(long, value_name = "ID")]
         identity: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Make an API key for the gateway (`runvil serve --http --api-keys FILE`): prints the key
     /// once (line 1), then the line to add to the key file (line 2), which holds its SHA-256.
@@ -402,7 +410,8 @@ Examples:
   runvil audit                               every line, as a table on a terminal
   runvil audit --since 2h --ns github        the last two hours' calls to github
   runvil audit --identity key:ci --follow    the ci key's calls, as they happen
-  runvil audit --audit /var/lib/runvil/audit.jsonl | jq .   JSON lines when piped";
+  runvil audit --audit /var/lib/runvil/audit.jsonl | jq .   JSON lines when piped
+  RUNVIL_STORE=postgres://... runvil audit -f   every instance's lines in the store, as they come";
 
 const GATEWAY_KEY_EXAMPLES: &str = "\
 Example:

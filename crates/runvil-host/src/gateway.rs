@@ -21,12 +21,16 @@ use std::sync::Arc;
 
 pub(crate) use api_keys::new_key;
 pub(crate) use audit::{
-    AuditError, AuditLine, AuditSink, FileSink, Outcome, args_sha256, default_audit_path,
+    AuditError, AuditLine, AuditSink, DatabaseSink, FileSink, Outcome, args_sha256,
+    default_audit_path,
     read::{Filter, parse_duration, read as read_audit},
+    read_database::read as read_audit_store,
 };
 pub(crate) use gatekeeper::{Gatekeeper, GatekeeperSettings};
 pub(crate) use identity::Identity;
 pub(crate) use policy::Policy;
+
+use runvil_store::{Database, Instance};
 
 use crate::cli::GatewayArgs;
 
@@ -116,9 +120,14 @@ pub(crate) struct Gateway {
 
 impl Gateway {
     /// From the flags of `runvil serve --http`: reads the key file and the policy, opens the
-    /// audit file (`--audit`, else `audit.jsonl` beside the pins file), and refuses to serve a
-    /// non-loopback address without authentication. No network I/O.
-    pub(crate) fn from_args(args: &GatewayArgs, loopback: bool) -> Result<Self, GatewayError> {
+    /// audit trail (with `--store`, the database's table, whose writer starts on this
+    /// runtime; else the file, `--audit` or `audit.jsonl` beside the pins file), and refuses to
+    /// serve a non-loopback address without authentication. No network I/O.
+    pub(crate) fn from_args(
+        args: &GatewayArgs,
+        loopback: bool,
+        store: Option<(Arc<Database>, Arc<Instance>)>,
+    ) -> Result<Self, GatewayError> {
         let gatekeeper = Gatekeeper::from_settings(GatekeeperSettings {
             issuer: args.auth_issuer.clone(),
             resource: args.resource.clone(),
@@ -136,16 +145,28 @@ impl Gateway {
             Some(path) => Policy::load(path)?,
             None => Policy::allow_all(),
         };
-        let audit_path = match &args.audit {
-            Some(path) => path.clone(),
-            None => default_audit_path().ok_or_else(|| {
-                GatewayError::flag(
+        let audit: Arc<dyn AuditSink> = match (store, &args.audit) {
+            (Some(_), Some(_)) => {
+                return Err(GatewayError::flag(
                     "--audit",
-                    "no place for the audit file: set HOME or --audit",
-                )
-            })?,
+                    "with --store the audit trail is the store's table (`runvil audit --store` \
+                     reads it), not a file",
+                ));
+            }
+            (Some((database, instance)), None) => Arc::new(DatabaseSink::start(database, instance)),
+            (None, path) => {
+                let path = match path {
+                    Some(path) => path.clone(),
+                    None => default_audit_path().ok_or_else(|| {
+                        GatewayError::flag(
+                            "--audit",
+                            "no place for the audit file: set HOME or --audit",
+                        )
+                    })?,
+                };
+                Arc::new(FileSink::open(&path)?)
+            }
         };
-        let audit = Arc::new(FileSink::open(&audit_path)?);
         Ok(Self {
             gatekeeper,
             policy,
@@ -271,6 +292,10 @@ mod tests {
                 http::DEFAULT_CALL_TIMEOUT_SECS.to_string(),
             ),
             ("SESSION_LIFETIME", secs(http::SESSION_LIFETIME)),
+            (
+                "MAX_REVOKED_SESSIONS",
+                http::MAX_REVOKED_SESSIONS.to_string(),
+            ),
         ]
     }
 
@@ -313,13 +338,15 @@ mod tests {
             audit: Some(audit.clone()),
             ..GatewayArgs::default()
         };
-        let error = Gateway::from_args(&args, false).err().expect("refused");
+        let error = Gateway::from_args(&args, false, None)
+            .err()
+            .expect("refused");
         assert_eq!(
             error.to_string(),
             "--http: a gateway on an address other than loopback needs authentication: \
              --auth-issuer with --resource, or --api-keys"
         );
-        let gateway = Gateway::from_args(&args, true).expect("loopback, open");
+        let gateway = Gateway::from_args(&args, true, None).expect("loopback, open");
         assert!(gateway.gatekeeper.is_open());
         drop(gateway);
         assert!(audit.exists(), "the audit file is opened at start");
@@ -334,7 +361,9 @@ mod tests {
             policy: Some(policy.clone()),
             ..args
         };
-        let error = Gateway::from_args(&args, true).err().expect("refused");
+        let error = Gateway::from_args(&args, true, None)
+            .err()
+            .expect("refused");
         assert_eq!(
             error.to_string(),
             format!(

@@ -154,6 +154,7 @@ fn main() -> ExitCode {
             namespace,
             tool,
             identity,
+            store,
         } => {
             let filter = gateway::Filter {
                 since,
@@ -161,7 +162,11 @@ fn main() -> ExitCode {
                 tool,
                 identity,
             };
-            gateway::read_audit(audit, follow, &filter)
+            // A file named on the command line is read even when a store is set.
+            match (audit, store.store) {
+                (None, Some(store)) => block_on(gateway::read_audit_store(&store, follow, &filter)),
+                (audit, _) => gateway::read_audit(audit, follow, &filter),
+            }
         }
         Command::GatewayKey { name } => match gateway::new_key(&name) {
             Ok((key, line)) => {
@@ -182,12 +187,14 @@ fn main() -> ExitCode {
             namespace,
             tool,
             source,
-        } => disable::run(&namespace, tool.as_deref(), false, &source),
+            store,
+        } => disable::run(&namespace, tool.as_deref(), false, &source, &store),
         Command::Enable {
             namespace,
             tool,
             source,
-        } => disable::run(&namespace, tool.as_deref(), true, &source),
+            store,
+        } => disable::run(&namespace, tool.as_deref(), true, &source, &store),
         Command::Completions { shell, source } => block_on(completions::run(shell, &source)),
     };
     ExitCode::from(code)

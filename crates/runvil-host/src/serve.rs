@@ -208,7 +208,7 @@ async fn start(source: &Source, store: &StoreArgs) -> Result<(Config, Store, Arc
         EXIT_OTHER
     };
     let config = discovery::load(source).map_err(said)?;
-    let store = Store::choose(store).await.map_err(said)?;
+    let store = Store::choose_serving(store).await.map_err(said)?;
     let pack = host::build_pack_with(config.servers.clone(), Lent::kept(&store)).map_err(said)?;
     Ok((config, store, pack))
 }

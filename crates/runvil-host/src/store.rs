@@ -1,10 +1,13 @@
 //! Where a command keeps what it keeps: the files (the default: one person, one machine, no
 //! set-up) or, with `--store postgres://...` (or `$RUNVIL_STORE`), a PostgreSQL database that
 //! several runvil processes share (`runvil-store`'s module doc says where each piece of state
-//! lives in each mode). With the flag, logins and the records of trusted tools (with the
-//! reviews `runvil trust --yes` approves) are the database's, and a running command hears of
+//! lives in each mode). With the flag, logins, the records of trusted tools (with the reviews
+//! `runvil trust --yes` approves and the servers and tools turned off) and the gateway's audit
+//! trail (`gateway::audit::database`) are the database's, and a running command hears of
 //! every change another process makes to a record ([`changes`]); without it, the credentials
-//! and pins files.
+//! and pins files and the audit file. `serve` opens the database whether or not it is there
+//! ([`Store::choose_serving`]): what it already trusts stays served meanwhile; every other
+//! command needs it at once.
 //!
 //! The connection string is parsed once, here, and never shown: runvil names the database by
 //! its host, port, database and user. Credentials in the database are sealed under the key of
@@ -42,9 +45,20 @@ pub(crate) enum Store {
     Database(Opened),
 }
 
+/// Whether a command needs the database at once.
+#[derive(Clone, Copy)]
+enum Reach {
+    /// Now: a database that cannot be reached is the command's error.
+    Now,
+    /// Whenever it can be: `serve`, which serves what it already trusts meanwhile.
+    Later,
+}
+
 /// What is kept in the database, as runvil lends it.
 pub(crate) struct Opened {
     database: Arc<Database>,
+    /// This process, as the database's rows name it.
+    instance: Arc<Instance>,
     credentials: Arc<SealedCredentials>,
     pins: Arc<DatabasePins>,
 }
@@ -54,21 +68,56 @@ impl Store {
     /// store key read or made), else the files. The error says what is wrong and what to do,
     /// never the connection string.
     pub(crate) async fn choose(args: &StoreArgs) -> Result<Self, String> {
+        Self::open(args, Reach::Now).await
+    }
+
+    /// [`Store::choose`] for `runvil serve`, which serves whether or not the database can be
+    /// reached now: when it cannot, that is said on stderr, and the Pack trusts nothing it
+    /// holds no record of until it can (`runvil-store`'s `Database::start`).
+    pub(crate) async fn choose_serving(args: &StoreArgs) -> Result<Self, String> {
+        Self::open(args, Reach::Later).await
+    }
+
+    async fn open(args: &StoreArgs, reach: Reach) -> Result<Self, String> {
         let Some(dsn) = &args.store else {
             return Ok(Self::Files);
         };
         let dsn = Dsn::parse(dsn.text()).map_err(|e| e.to_string())?;
         let key_path = args.store_key_file.as_deref().ok_or(NO_KEY)?;
         let key = sealing_key(key_path)?;
-        let database = Database::open(dsn).await.map_err(|e| e.to_string())?;
-        let by = Instance::current().label().to_owned();
+        let database = match reach {
+            Reach::Now => Database::open(dsn).await.map_err(|e| e.to_string())?,
+            Reach::Later => {
+                let (database, away) = Database::start(dsn).await.map_err(|e| e.to_string())?;
+                if let Some(away) = away {
+                    eprintln!(
+                        "runvil: {away}; serving anyway: no tool is trusted until the store \
+                         is reached, and runvil connects again in the background"
+                    );
+                }
+                database
+            }
+        };
+        let instance = Instance::current();
+        let by = instance.label().to_owned();
         let credentials = SealedCredentials::new(Arc::clone(&database), key, by.clone());
         let pins = DatabasePins::new(Arc::clone(&database), by);
         Ok(Self::Database(Opened {
             database,
+            instance: Arc::new(instance),
             credentials: Arc::new(credentials),
             pins: Arc::new(pins),
         }))
+    }
+
+    /// The database and this instance, for the audit trail (`None`: the files).
+    pub(crate) fn database(&self) -> Option<(Arc<Database>, Arc<Instance>)> {
+        match self {
+            Self::Files => None,
+            Self::Database(opened) => {
+                Some((Arc::clone(&opened.database), Arc::clone(&opened.instance)))
+            }
+        }
     }
 
     /// Where logins are kept (`None`: the file's place is unknown, [`NO_PLACE`]).

@@ -73,11 +73,13 @@ async fn a_session_opened_on_one_instance_is_answered_by_another_with_the_same_k
         );
     }
 
-    // DELETE answers 204 where it is sent; another instance keeps answering the id until it
-    // expires, as README says.
+    // DELETE answers 204 where it is sent, which refuses the id from then on; without a
+    // store another instance keeps answering it until it expires, as README says.
     assert_eq!(Http::new(first.url()).delete(&session).await.status(), 204);
     let answer = Http::new(second.url()).in_session(&session, &listing).await;
     assert_eq!(answer.status(), 200);
+    let answer = Http::new(first.url()).in_session(&session, &listing).await;
+    assert_eq!(answer.status(), 404);
 
     // No log line holds the session id, even at debug.
     for gateway in [&first, &second] {

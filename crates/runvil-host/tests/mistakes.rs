@@ -199,7 +199,8 @@ async fn completions_offer_the_config_s_namespaces_and_its_servers_tools() {
                 backend down echo fails progress slow\"\n";
     assert!(script.contains(call), "{script}");
     let disable = "runvil__subcmd__disable)\n            \
-                   opts=\"-h --config --help backend down echo fails progress slow\"\n";
+                   opts=\"-h --config --store --store-key-file --help backend down echo fails \
+                   progress slow\"\n";
     assert!(script.contains(disable), "{script}");
     let login = "runvil__subcmd__login)\n            \
                  opts=\"-h --config --wait --no-browser --store --store-key-file --help backend \

@@ -4,13 +4,18 @@
 //! approves only the record its review saw; an approval or a rejection made by another
 //! process reaches a running `runvil serve --store` at its next call, by the database's notice
 //! (no wait for the Pack's own read at use); the database's password is in no output, at any
-//! log level. Each test skips in one line without PostgreSQL (fails under `CI=true`).
+//! log level. And when the database is away: a `serve` started without it serves, trusting
+//! nothing until it is reached, then trusts the first listing; a gateway that loses it keeps
+//! serving the tools it trusts, and once it is back every approval is still there and every
+//! call is one audit row, none doubled. `disable` and `enable` keep their decision in the
+//! database's record. Each test skips in one line without PostgreSQL (fails under `CI=true`).
 
 mod support;
 
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -333,4 +338,214 @@ async fn approvals_and_rejections_made_elsewhere_reach_a_running_serve_at_its_ne
     }
     assert_no_canary(&logged);
     assert!(!world.pins_file().exists(), "the pins file is not used");
+}
+
+/// What serve says once the listener reaches the database again.
+const REACHED: &str = "the store is reached again";
+
+/// What serve says once it told its Pack that every record is to be read again.
+const EVERY_RECORD: &str = "the store says any record may have changed";
+
+/// A `runvil serve --store` on stdio started while the database is away starts anyway, says
+/// so, and holds every tool of a server it has no record of, with the store's reason; once
+/// the database is back (serve says it reached it, and told its Pack to read every record
+/// again), the next call trusts the first listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serve_started_while_the_store_is_away_trusts_nothing_until_it_is_reached() {
+    let Some(world) = World::start(json!([echo()]), false).await else {
+        return;
+    };
+    world.postgres.stop();
+    let command = tokio::process::Command::from(world.command(&["serve"]));
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runvil serve starts");
+    let mut log = BufReader::new(stderr.expect("serve's stderr")).lines();
+    let client = ().serve(transport).await.expect("the MCP handshake");
+    let mut logged = String::new();
+    let mut until_said = async |what: &str| {
+        while let Some(line) = log.next_line().await.expect("serve's stderr") {
+            logged.push_str(&line);
+            logged.push('\n');
+            if line.contains(what) {
+                return;
+            }
+        }
+        panic!("serve ended without saying {what:?}: {logged}");
+    };
+    until_said("serving anyway: no tool is trusted until the store is reached").await;
+
+    let (error, answer) = call(&client, "echo", "x").await;
+    assert_eq!(error, Some(true), "held: {answer}");
+    let reason = format!(
+        "the record of approved tools cannot be read (cannot reach the store, database \
+         \"postgres\" at 127.0.0.1:{} as runvil: ",
+        world.postgres.port()
+    );
+    assert!(answer.contains(&reason), "{answer}");
+    assert!(answer.contains("so no tool is trusted"), "{answer}");
+
+    world.postgres.start_again();
+    until_said(REACHED).await;
+    until_said(EVERY_RECORD).await;
+    let answer = call(&client, "echo", "y").await;
+    assert_eq!(answer, (Some(false), "y".to_owned()), "{logged}");
+    let rows = world.pins_rows();
+    assert!(
+        rows.trim().starts_with("s#") && rows.trim().ends_with("|1"),
+        "{rows}"
+    );
+
+    client.cancel().await.expect("closed");
+    while let Some(line) = log.next_line().await.expect("serve's stderr") {
+        logged.push_str(&line);
+        logged.push('\n');
+    }
+    assert_no_canary(&logged);
+}
+
+/// A `runvil serve --http --store` whose database stops mid-run keeps calling the tools it
+/// trusts, though the record cannot be read again (it says so in its log, at debug), while
+/// the calls' audit lines wait; once the database is back, every approval is as it was, every
+/// call is one row of the audit table (none doubled by the lines sent again), and calls go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_keeps_serving_what_it_trusts_while_the_store_is_away_and_catches_up() {
+    use support::gateway::{Gateway as HttpGateway, Http, key_path, messages, result_text};
+    let Some(world) = World::start(json!([search("Finds documents."), echo()]), false).await else {
+        return;
+    };
+    let dsn = world.postgres.dsn();
+    let store_key = world.state.path().join("store.key");
+    let pins = world.pins_file();
+    let env = [
+        ("RUST_LOG", "trace"),
+        ("RUNVIL_STORE", dsn.as_str()),
+        ("RUNVIL_STORE_KEY_FILE", store_key.to_str().expect("a path")),
+        ("RUNVIL_PINS", pins.to_str().expect("a path")),
+    ];
+    // Calls in a loop: the rate of one identity is not what this test is about.
+    let unlimited = ["--rate", "100000", "--burst", "100000"];
+    let gateway = HttpGateway::start_with(world.config.path(), &key_path(), &unlimited, &env);
+    let http = Http::new(gateway.url());
+    let mut id = 0;
+    let mut call = async |tool: &str, text: &str| {
+        id += 1;
+        let params = json!({"name": "call_dynamic_tool", "arguments": {"namespace": "s",
+            "toolName": tool, "arguments": {"text": text}}});
+        let answer = messages(http.modern(id, "tools/call", params).await).await;
+        result_text(answer.last().expect("an answer"))
+    };
+    let ok = |text: &str| (text.to_owned(), false);
+    assert_eq!(call("echo", "a").await, ok("a"));
+    assert_eq!(call("search", "b").await, ok("b"));
+    let approved = world.pins_rows();
+    let audit_rows = "SELECT count(*), count(DISTINCT id) FROM runvil.audit";
+
+    world.postgres.stop();
+    // Calls of trusted tools read the record again in the background (at most once a
+    // second); they are served until one such read has failed, and after.
+    let kept = "the record of approved tools could not be read again; the one held stays";
+    let mut calls = 2;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !gateway.stderr().contains(kept) {
+        assert_eq!(call("echo", "c").await, ok("c"));
+        calls += 1;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the record was never read again: {}",
+            gateway.stderr()
+        );
+    }
+    assert_eq!(call("search", "d").await, ok("d"));
+    calls += 1;
+
+    world.postgres.start_again();
+    support::wait_until(
+        "every call kept once",
+        Duration::from_secs(60),
+        async || world.postgres.psql(audit_rows).trim() == format!("{calls}|{calls}"),
+    )
+    .await;
+    assert_eq!(
+        world.pins_rows(),
+        approved,
+        "no approval lost, none changed"
+    );
+    assert_eq!(call("search", "e").await, ok("e"));
+    support::wait_until("the last call kept", Duration::from_secs(60), async || {
+        let all = calls + 1;
+        world.postgres.psql(audit_rows).trim() == format!("{all}|{all}")
+    })
+    .await;
+    // The listener, which the writer need not wait for, says it is back too.
+    support::wait_until("the listener back", Duration::from_secs(60), async || {
+        gateway.stderr().contains(REACHED)
+    })
+    .await;
+    let said = gateway.stderr();
+    assert!(said.contains("the store cannot be reached"), "{said}");
+    assert_no_canary(&said);
+}
+
+/// `runvil disable` and `enable` with `--store` keep their decision in the server's record in
+/// the database, where every runvil on it reads it (the pins file is left alone), and say a
+/// database that cannot be reached as such, without its password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disable_and_enable_keep_their_decision_in_the_store_s_record() {
+    let Some(world) = World::start(json!([search("Finds documents."), echo()]), false).await else {
+        return;
+    };
+    let decisions = "SELECT coalesce(value::jsonb->>'disabled', 'false') || ' ' || \
+                     coalesce(value::jsonb->>'disabled_tools', '[]') FROM runvil.records \
+                     WHERE kind = 'pins'";
+    let out = world.run(&["disable", "s", "echo"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    assert!(
+        text(&out.stderr).contains("runvil: s echo is turned off\n"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(world.postgres.psql(decisions).trim(), r#"false ["echo"]"#);
+    let out = world.run(&["tools", "s"]).await;
+    assert_eq!(
+        judged(&out),
+        (vec!["search".to_owned()], vec![]),
+        "{}",
+        said(&out)
+    );
+
+    let out = world.run(&["disable", "s"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    assert_eq!(world.postgres.psql(decisions).trim(), r#"true ["echo"]"#);
+    let out = world.run(&["enable", "s"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let out = world.run(&["enable", "s", "echo"]).await;
+    assert!(
+        text(&out.stderr).contains("runvil: s echo is turned on\n"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(world.postgres.psql(decisions).trim(), "false []");
+    let out = world.run(&["tools", "s"]).await;
+    assert_eq!(
+        judged(&out),
+        (vec!["echo".to_owned(), "search".to_owned()], vec![]),
+        "{}",
+        said(&out)
+    );
+    assert!(!world.pins_file().exists(), "the pins file is not used");
+
+    world.postgres.stop();
+    let out = world.run(&["disable", "s", "echo"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        text(&out.stderr).starts_with(&format!(
+            "runvil: cannot disable: cannot reach the store, database \"postgres\" at \
+             127.0.0.1:{} as runvil: ",
+            world.postgres.port()
+        )),
+        "{}",
+        said(&out)
+    );
 }

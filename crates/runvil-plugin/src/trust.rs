@@ -28,8 +28,10 @@ use crate::store::StoreError;
 /// record its user did not see.
 pub trait PinStore: Send + Sync {
     /// The record saved under `key`, with its version; `Ok(None)` when there is none. An `Err`
-    /// (the store cannot be read, or is not what the Host wrote) is not "no record": a Pack
-    /// must then trust nothing, rather than trust everything afresh.
+    /// (the store cannot be reached or read now, or is not what the Host wrote) is not "no
+    /// record": a Pack must then trust nothing new, rather than trust everything afresh; it
+    /// may go on judging against the record it last read, so a store that is away for a while
+    /// takes no trusted tool from its users.
     fn load(&self, key: &str) -> Result<Option<Stored>, StoreError>;
     /// Saves `record` under `key` if the record there is still the one of version `read`
     /// (`None`: there was none), answering its new version; else answers

@@ -17,6 +17,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
@@ -53,6 +54,8 @@ pub struct Database {
     shared: Mutex<Shared>,
     changes: broadcast::Sender<Change>,
     listener: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// Whether the schema is known to be this runvil's.
+    migrated: AtomicBool,
 }
 
 /// The shared connection, and when the next attempt to make it may be.
@@ -66,6 +69,37 @@ impl Database {
     /// Connects to the database `dsn` names on the current runtime, creates or migrates its
     /// schema (refusing one newer than this runvil), and starts listening for changes.
     pub async fn open(dsn: Dsn) -> Result<Arc<Self>, Error> {
+        let database = Self::new(dsn)?;
+        migrations::migrate(&database).await?;
+        database.migrated.store(true, Ordering::Release);
+        database.listen();
+        Ok(database)
+    }
+
+    /// [`Database::open`] for a process that serves whether or not the database is there now
+    /// (`runvil serve`): a database that cannot be reached is no error; the schema is then
+    /// created or migrated before the first statement that reaches it, and every statement
+    /// until then fails at once ([`Error::Unreachable`]). A newer schema, or a statement the
+    /// database refuses, is still an error. Answers the database, and whether it was reached.
+    pub async fn start(dsn: Dsn) -> Result<(Arc<Self>, Option<Error>), Error> {
+        let database = Self::new(dsn)?;
+        let away = match migrations::migrate(&database).await {
+            Ok(()) => {
+                database.migrated.store(true, Ordering::Release);
+                None
+            }
+            Err(error @ Error::Unreachable { .. }) => {
+                database.failed_attempt(&mut *database.shared.lock().await);
+                Some(error)
+            }
+            Err(error) => return Err(error),
+        };
+        database.listen();
+        Ok((database, away))
+    }
+
+    /// The database `dsn` names, not connected yet.
+    fn new(dsn: Dsn) -> Result<Arc<Self>, Error> {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let tls_error = |e: rustls::Error| Error::Dsn(format!("cannot set up TLS: {e}"));
         let config = rustls::ClientConfig::builder_with_provider(provider)
@@ -86,13 +120,30 @@ impl Database {
             }),
             changes,
             listener: std::sync::Mutex::new(None),
+            migrated: AtomicBool::new(false),
         });
-        migrations::migrate(&database).await?;
-        let task = database
-            .runtime
-            .spawn(listen::run(Arc::downgrade(&database)));
-        *database.listener_slot() = Some(task.abort_handle());
         Ok(database)
+    }
+
+    /// Starts listening for changes.
+    fn listen(self: &Arc<Self>) {
+        let task = self.runtime.spawn(listen::run(Arc::downgrade(self)));
+        *self.listener_slot() = Some(task.abort_handle());
+    }
+
+    /// The listener reached the database again: the shared connection is made at the next
+    /// statement, without waiting out its backoff, so what waited (audit lines, records to
+    /// read again) goes at once.
+    pub(crate) async fn reached(&self) {
+        let mut shared = self.shared.lock().await;
+        shared.retry_at = None;
+        shared.backoff = RECONNECT_FIRST;
+    }
+
+    /// An attempt to connect failed: the next waits out the backoff, which doubles.
+    fn failed_attempt(&self, shared: &mut Shared) {
+        shared.retry_at = Some(Instant::now() + shared.backoff);
+        shared.backoff = (shared.backoff * 2).min(RECONNECT_MAX);
     }
 
     /// The database, as runvil names it (never its password).
@@ -150,7 +201,7 @@ impl Database {
             let reason = format!("connecting again in {} ms", left.as_millis());
             return Err(self.unreachable(&reason));
         }
-        match self.connect().await {
+        match self.connect_migrated().await {
             Ok(client) => {
                 let client = Arc::new(client);
                 shared.client = Some(Arc::clone(&client));
@@ -159,11 +210,19 @@ impl Database {
                 Ok(client)
             }
             Err(error) => {
-                shared.retry_at = Some(Instant::now() + shared.backoff);
-                shared.backoff = (shared.backoff * 2).min(RECONNECT_MAX);
+                self.failed_attempt(&mut shared);
                 Err(error)
             }
         }
+    }
+
+    /// A new connection, once the schema is made (when [`Database::start`] could not).
+    async fn connect_migrated(&self) -> Result<Client, Error> {
+        if !self.migrated.load(Ordering::Acquire) {
+            migrations::migrate(self).await?;
+            self.migrated.store(true, Ordering::Release);
+        }
+        self.connect().await
     }
 
     /// Runs `statement` on the shared connection within [`STATEMENT_DEADLINE`].
@@ -218,5 +277,54 @@ impl Drop for Database {
         if let Some(listener) = self.listener_slot().take() {
             listener.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RECONNECT_FIRST, RECONNECT_MAX: after each failed attempt the next waits twice as long,
+    /// from the first wait up to the cap and never past it; meanwhile statements fail at once,
+    /// saying when the next attempt is. On tokio's paused clock, against a socket that is not
+    /// there (an attempt fails at once, with no I/O to wait for).
+    #[tokio::test(start_paused = true)]
+    async fn each_attempt_waits_twice_the_last_up_to_the_cap() {
+        let dsn = Dsn::parse("host=/nonexistent-runvil-socket-dir user=u dbname=d").expect("ok");
+        let database = Database::new(dsn).expect("a database");
+        let statement = async || {
+            let failed = database
+                .run(async |client| client.execute("SELECT 1", &[]).await)
+                .await
+                .expect_err("nothing is there");
+            match failed {
+                Error::Unreachable { reason, .. } => reason,
+                other => panic!("{other:?}"),
+            }
+        };
+        let mut waits = Vec::new();
+        for _ in 0..9 {
+            let attempt = statement().await;
+            assert!(!attempt.starts_with("connecting again"), "{attempt}");
+            let waiting = statement().await;
+            let ms: u64 = waiting
+                .strip_prefix("connecting again in ")
+                .and_then(|rest| rest.strip_suffix(" ms"))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{waiting}"));
+            waits.push(ms);
+            tokio::time::advance(Duration::from_millis(ms - 1)).await;
+            assert_eq!(statement().await, "connecting again in 1 ms", "not before");
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        let first = RECONNECT_FIRST.as_millis() as u64;
+        let max = RECONNECT_MAX.as_millis() as u64;
+        let want: Vec<u64> = (0..9).map(|n| (first << n).min(max)).collect();
+        assert_eq!(waits, want);
+        assert_eq!(
+            &waits[5..],
+            [8000, 10_000, 10_000, 10_000],
+            "capped at 10 s"
+        );
     }
 }

@@ -12,19 +12,25 @@
 //! | reviews `trust --yes` binds to | in the server's record in `pins.json` | in the server's `pins` record, so one compare-and-set covers both |
 //! | who changed a record, when | nowhere | `changed_by`, `changed_at`, `changed_role` of its row |
 //! | a change made elsewhere | read again when a held tool is used, at most once a second (the Pack's bound) | `NOTIFY runvil_records` ([`listen`]): the Host tells its Pack (`record_changed`), which reads the record again at the server's next use; the read at use stays the fallback |
-//! | the audit trail | (no audit sink in runvil yet) | `runvil.audit`, a row per line, its id chosen by the instance ([`audit`]), for the gateway's sink |
+//! | servers and tools turned off (`disable`) | in the server's record in `pins.json` | in the server's `pins` record |
+//! | the gateway's audit trail | `audit.jsonl` (`--audit`), appended by one gateway | `runvil.audit`, a row per line with the instance that wrote it and an id of 128 random bits it chose ([`audit`]), numbered in the order kept (`seq`), for every instance |
+//! | audit lines not yet kept | the file writer's queue, in the process | the Host's queue (`AUDIT_STORE_QUEUE_LINES`), in the process, while the database is away |
+//! | 2025-11-25 sessions ended (`DELETE`) | in the instance that ended them only | `runvil.revoked_sessions`, the hash of each one's sealed number with its expiry ([`sessions`]), announced to every instance |
 //! | the key that seals credentials | (none) | a file beside runvil, never in the database |
 //!
 //! # Layout
 //!
 //! - [`dsn`]: the connection string, parsed once, its password never shown.
 //! - [`database`]: the connections (one shared, pipelined; one per hold; one listening),
-//!   reconnection with a backoff capped at [`database::RECONNECT_MAX`], the deadlines.
+//!   reconnection with a backoff capped at [`database::RECONNECT_MAX`], the deadlines; a
+//!   database away when `runvil serve` starts is migrated at its first statement once reached
+//!   ([`Database::start`]).
 //! - [`migrations`]: the schema, created and migrated by runvil, refused when newer.
 //! - [`records`]: versioned records, compare-and-set. [`sealed`]: values sealed at rest.
 //! - [`credentials`]: the contract's `CredentialStore` on the records, with its hold.
 //! - [`pins`]: the contract's `PinStore` on the records.
-//! - [`listen`]: the notices of changed records. [`audit`]: the audit table.
+//! - [`listen`]: the notices of changed records (and of ended sessions). [`audit`]: the audit
+//!   table. [`sessions`]: the sessions ended on one instance, for all.
 //! - [`error`]: what this boundary answers ([`Error`]).
 
 #![forbid(unsafe_code)]
@@ -41,8 +47,9 @@ pub mod migrations;
 pub mod pins;
 pub mod records;
 pub mod sealed;
+pub mod sessions;
 
-pub use audit::{AuditRow, Instance};
+pub use audit::{AuditQuery, AuditRow, Instance, KeptRow};
 pub use credentials::SealedCredentials;
 pub use database::Database;
 pub use dsn::Dsn;

@@ -5,7 +5,9 @@
 //!
 //! A lost connection is made again with a backoff from [`RECONNECT_FIRST`] to
 //! [`RECONNECT_MAX`]. Notices sent while it was away are lost, so each time it listens
-//! (again) it sends [`Change::Everything`]: every cached record is to be read anew.
+//! (again) it sends [`Change::Everything`]: every cached record is to be read anew, and what
+//! waits for the database (the audit lines) goes at once. Its loss and its return are said in
+//! the log, once each: they are the database's.
 
 use std::sync::Weak;
 
@@ -29,6 +31,8 @@ pub enum Change {
     },
     /// Records of this kind changed (a key too long for a notice).
     Kind(Kind),
+    /// A 2025-11-25 session was ended: the hash its row names it by.
+    Session(String),
     /// Anything may have changed: the listener (re)started, and notices may have been missed.
     Everything,
 }
@@ -40,6 +44,9 @@ impl Change {
             Some((kind, key)) => (kind, Some(key)),
             None => (payload, None),
         };
+        if let ("session", Some(hash)) = (kind, key) {
+            return Change::Session(hash.to_owned());
+        }
         match (Kind::parse(kind), key) {
             (Some(kind), Some(key)) => Change::Record {
                 kind,
@@ -54,6 +61,8 @@ impl Change {
 /// Listens until the database is dropped, connecting again whenever the connection is lost.
 pub(crate) async fn run(database: Weak<Database>) {
     let mut backoff = RECONNECT_FIRST;
+    // Whether the database was found away, and not reached since: said once each way.
+    let mut away = false;
     loop {
         let Some(strong) = database.upgrade() else {
             return;
@@ -79,6 +88,16 @@ pub(crate) async fn run(database: Weak<Database>) {
                     .await
                     .is_ok()
                 {
+                    if let Some(database) = database.upgrade() {
+                        database.reached().await;
+                        if std::mem::take(&mut away) {
+                            tracing::info!(
+                                target: "runvil",
+                                "the store is reached again: {}",
+                                database.describe()
+                            );
+                        }
+                    }
                     let _ = notices.send(Change::Everything);
                     std::future::pending::<()>().await;
                 }
@@ -89,6 +108,15 @@ pub(crate) async fn run(database: Weak<Database>) {
             }
             backoff = RECONNECT_FIRST;
             tracing::debug!("the store's change notices stopped; listening again");
+        }
+        if !away && let Some(database) = database.upgrade() {
+            away = true;
+            tracing::warn!(
+                target: "runvil",
+                "the store cannot be reached ({}): runvil serves what it already trusts, \
+                 trusts nothing new and keeps audit lines waiting, and connects again",
+                database.describe()
+            );
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(RECONNECT_MAX);
@@ -113,5 +141,9 @@ mod tests {
             Change::Kind(Kind::Credentials)
         );
         assert_eq!(Change::parse("other\tx"), Change::Everything);
+        assert_eq!(
+            Change::parse("session\tab12"),
+            Change::Session("ab12".to_owned())
+        );
     }
 }

@@ -9,8 +9,11 @@
 use crate::{Database, Error};
 
 /// The migrations, by version: each applied once, in order.
-pub const MIGRATIONS: &[(i32, &str)] =
-    &[(1, include_str!("../migrations/0001_records_and_audit.sql"))];
+pub const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("../migrations/0001_records_and_audit.sql")),
+    (2, include_str!("../migrations/0002_audit_order.sql")),
+    (3, include_str!("../migrations/0003_revoked_sessions.sql")),
+];
 
 /// The schema version this runvil writes and reads.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;

@@ -10,7 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use runvil_plugin::{AUTHORIZER, CREDENTIAL_STORE, CredentialStore, Services};
 use runvil_store::{
-    AuditRow, Change, Database, Dsn, Error, Instance, Kind, SealedCredentials, SealingKey, Swapped,
+    AuditQuery, AuditRow, Change, Database, Dsn, Error, Instance, Kind, SealedCredentials,
+    SealingKey, Swapped,
 };
 use serde_json::json;
 use shared_mcp_fixture::hostile::Hostile;
@@ -43,20 +44,23 @@ async fn the_schema_is_made_once_migrated_again_as_a_no_op_and_refused_when_newe
     let (a, b) = tokio::join!(open(&postgres), open(&postgres));
     drop((a, b));
     let versions = "SELECT version FROM runvil.schema_version ORDER BY version";
-    assert_eq!(postgres.psql(versions).trim(), "1");
+    assert_eq!(postgres.psql(versions).trim(), "1\n2\n3");
     open(&postgres).await;
-    assert_eq!(postgres.psql(versions).trim(), "1", "applied once");
+    assert_eq!(postgres.psql(versions).trim(), "1\n2\n3", "applied once");
     let tables = "SELECT string_agg(table_name, ',' ORDER BY table_name) \
                   FROM information_schema.tables WHERE table_schema = 'runvil'";
-    assert_eq!(postgres.psql(tables).trim(), "audit,records,schema_version");
+    assert_eq!(
+        postgres.psql(tables).trim(),
+        "audit,records,revoked_sessions,schema_version"
+    );
 
-    postgres.psql("INSERT INTO runvil.schema_version (version, applied_by) VALUES (2, 'later')");
+    postgres.psql("INSERT INTO runvil.schema_version (version, applied_by) VALUES (4, 'later')");
     let dsn = Dsn::parse(&postgres.dsn()).expect("a DSN");
     let refused = Database::open(dsn).await.err().expect("refused");
-    assert_eq!(refused, Error::NewerSchema { found: 2, known: 1 });
+    assert_eq!(refused, Error::NewerSchema { found: 4, known: 3 });
     assert_eq!(
         refused.to_string(),
-        "the store's schema is version 2, newer than this runvil knows (version 1); use a \
+        "the store's schema is version 4, newer than this runvil knows (version 3); use a \
          runvil at least as new as the one that migrated it"
     );
 }
@@ -202,7 +206,8 @@ async fn an_audit_line_sent_again_is_kept_once() {
         id: instance.line_id(),
         instance: instance.label().to_owned(),
         v: 1,
-        time: SystemTime::now(),
+        // To the microsecond, as the column keeps it.
+        time: SystemTime::UNIX_EPOCH + Duration::from_micros(1_796_117_400_123_456),
         identity: Some("key:ci".to_owned()),
         namespace: Some("docs".to_owned()),
         tool: Some("search".to_owned()),
@@ -227,6 +232,93 @@ async fn an_audit_line_sent_again_is_kept_once() {
         kept.trim(),
         "key:ci|docs|search|denied|12|-1\nkey:ci|docs|search|ok|12|-1"
     );
+
+    // Read back in the order kept, with the filters in the query; the numbers skipped by the
+    // row sent again are asked for again by number.
+    let third = AuditRow {
+        tool: Some("fetch".to_owned()),
+        ..row("ok")
+    };
+    assert_eq!(
+        database.append_audit(std::slice::from_ref(&third)).await,
+        Ok(1)
+    );
+    let last = database.audit_last().await.expect("read").expect("rows");
+    let every = database
+        .audit_lines(&AuditQuery {
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .expect("read");
+    let seqs: Vec<i64> = every.iter().map(|kept| kept.seq).collect();
+    assert_eq!(every.len(), 3);
+    assert_eq!(seqs[2], last);
+    assert!(seqs[0] < seqs[1] && seqs[1] < seqs[2], "{seqs:?}");
+    assert_eq!(every[0].row, rows[0], "a row reads back as it was sent");
+    assert_eq!(every[2].row.tool.as_deref(), Some("fetch"));
+    let database = &*database;
+    let read = |query: AuditQuery| async move {
+        let kept = database.audit_lines(&query).await.expect("read");
+        kept.into_iter().map(|k| k.seq).collect::<Vec<i64>>()
+    };
+    let searches = read(AuditQuery {
+        tool: Some("search".to_owned()),
+        limit: 10,
+        ..AuditQuery::default()
+    });
+    assert_eq!(searches.await, seqs[..2]);
+    let after_first = read(AuditQuery {
+        after: Some(seqs[0]),
+        until: Some(seqs[1]),
+        limit: 10,
+        ..AuditQuery::default()
+    });
+    assert_eq!(after_first.await, [seqs[1]]);
+    let again = read(AuditQuery {
+        after: Some(last),
+        again: vec![seqs[0]],
+        limit: 10,
+        ..AuditQuery::default()
+    });
+    assert_eq!(again.await, [seqs[0]]);
+    let one = read(AuditQuery {
+        limit: 1,
+        ..AuditQuery::default()
+    });
+    assert_eq!(one.await, [seqs[0]]);
+}
+
+/// A database away when `runvil serve` starts is no error: statements fail at once until the
+/// listener reaches it, and the first one then makes the schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_away_at_start_is_migrated_at_its_first_statement_once_reached() {
+    let Some(postgres) = Postgres::start() else {
+        return;
+    };
+    postgres.stop();
+    let dsn = Dsn::parse(&postgres.dsn()).expect("a DSN");
+    let (database, away) = Database::start(dsn).await.expect("started anyway");
+    let away = away.expect("it was away");
+    assert!(matches!(away, Error::Unreachable { .. }), "{away}");
+    assert!(!away.to_string().contains(postgres.password()), "{away}");
+    let mut changes = database.changes();
+    let failed = database.load(Kind::Pins, "a#1").await;
+    assert!(
+        matches!(failed, Err(Error::Unreachable { .. })),
+        "{failed:?}"
+    );
+    postgres.start_again();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(60), changes.recv()).await {
+            Ok(Ok(Change::Everything)) => break,
+            Ok(Ok(_)) => {}
+            other => panic!("the listener never reached the database: {other:?}"),
+        }
+    }
+    assert_eq!(database.load(Kind::Pins, "a#1").await, Ok(None), "at once");
+    let versions = "SELECT version FROM runvil.schema_version ORDER BY version";
+    assert_eq!(postgres.psql(versions).trim(), "1\n2\n3");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -347,4 +439,47 @@ async fn two_packs_needing_a_new_token_at_once_redeem_the_refresh_token_once() {
     );
     a.shutdown().await;
     b.shutdown().await;
+}
+
+/// An ended session is kept by its name with its expiry, announced, listed while it lives, and
+/// pruned once expired when another is ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_session_is_announced_listed_while_it_lives_and_pruned_after() {
+    let Some(postgres) = Postgres::start() else {
+        return;
+    };
+    let database = open(&postgres).await;
+    let mut changes = database.changes();
+    // Listening first: a notice sent before is not heard.
+    loop {
+        match tokio::time::timeout(SETTLE, changes.recv()).await {
+            Ok(Ok(Change::Everything)) => break,
+            Ok(Ok(_)) => {}
+            other => panic!("the listener never listened: {other:?}"),
+        }
+    }
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    let past = SystemTime::now() - Duration::from_secs(1);
+    database.revoke_session("aa", later).await.expect("kept");
+    database
+        .revoke_session("aa", later)
+        .await
+        .expect("again, once");
+    database.revoke_session("bb", past).await.expect("kept");
+    loop {
+        match tokio::time::timeout(SETTLE, changes.recv()).await {
+            Ok(Ok(Change::Session(name))) if name == "aa" => break,
+            Ok(Ok(_)) => {}
+            other => panic!("no notice of the ended session: {other:?}"),
+        }
+    }
+    let listed = database.revoked_sessions(10).await.expect("read");
+    assert_eq!(
+        listed.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["aa"],
+        "an expired one is not listed"
+    );
+    database.revoke_session("cc", later).await.expect("kept");
+    let rows = postgres.psql("SELECT hash FROM runvil.revoked_sessions ORDER BY hash");
+    assert_eq!(rows.trim(), "aa\ncc", "the expired one pruned");
 }

@@ -16,11 +16,14 @@
 //! A reader meeting another `v` skips the line: a later version may add fields, never change
 //! these.
 //!
-//! Where lines go is an [`AuditSink`]: the file now (`file`), the team store later. `read` is
-//! `runvil audit`.
+//! Where lines go is an [`AuditSink`]: the file (`file`), or with `--store` the database's
+//! table (`database`), which every instance sharing the database writes, each row naming its
+//! instance. `read` is `runvil audit`, of the file or (`read_database`) of the table.
 
+pub(crate) mod database;
 pub(crate) mod file;
 pub(crate) mod read;
+pub(crate) mod read_database;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -30,6 +33,7 @@ use aws_lc_rs::digest::{SHA256, digest};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub(crate) use database::DatabaseSink;
 pub(crate) use file::FileSink;
 
 use super::api_keys::hex;
@@ -151,10 +155,10 @@ pub(crate) fn rfc3339(time: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(time).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// Where audit lines go: the file now (`--audit FILE`, O_APPEND, size-capped rotation); the
-/// PostgreSQL store of issue 30 implements it too. `record` never blocks on I/O for long:
-/// it may queue, bounded; `Err` when the line cannot be kept (the gateway then refuses the
-/// call rather than serve it unrecorded).
+/// Where audit lines go: the file (`--audit FILE`, O_APPEND, size-capped rotation), or the
+/// store's table (`--store`). `record` never blocks on I/O for long: it may queue, bounded;
+/// `Err` when the line cannot be kept (the gateway then refuses the call rather than serve it
+/// unrecorded).
 pub(crate) trait AuditSink: Send + Sync {
     fn record(&self, line: AuditLine) -> Result<(), AuditError>;
 
@@ -163,6 +167,11 @@ pub(crate) trait AuditSink: Send + Sync {
     /// still fail afterwards, and the gateway then withholds the call's result.
     fn accepting(&self) -> Result<(), AuditError> {
         Ok(())
+    }
+
+    /// The gateway stops: what is queued is kept, within a bound, before it ends.
+    fn closing(&self) -> runvil_plugin::BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
     }
 }
 

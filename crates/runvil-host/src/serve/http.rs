@@ -3,7 +3,8 @@
 //! and 2025-03-26), whose clients open a session with `initialize`, and 2026-07-28, which has
 //! none. Any instance answers any request: a session lives in its own id (`session`, sealed
 //! under a key the instances share), and the only state of one process is its calls in
-//! flight (`in_flight`), so instances behind a load balancer need no stickiness.
+//! flight (`in_flight`) and the sessions it knows were ended (`revoked`, shared through the
+//! store), so instances behind a load balancer need no stickiness.
 //!
 //! Written here on hyper rather than with rmcp's Streamable HTTP service: that service keeps
 //! each session as a worker in the process that opened it, so a second instance cannot answer
@@ -21,6 +22,8 @@
 //! - `call`: one `tools/call`, as a task, with its progress, cancellation and audit line
 //!   (`record` decides the line);
 //! - `session` and `session_key`: the sealed session ids and the key they are sealed under;
+//!   `revoked`: the sessions ended with `DELETE` (this instance's, and with `--store` every
+//!   instance's);
 //! - `limits`: each identity's rate, requests and streams; `in_flight`: the calls running;
 //! - `rpc`: the JSON-RPC messages; `answer`: the responses; `health`: `/healthz`, `/readyz`;
 //!   `tls`: rustls from PEM files.
@@ -35,6 +38,7 @@ mod limits;
 mod listener;
 mod modern;
 mod record;
+mod revoked;
 mod rpc;
 mod session;
 mod session_key;
@@ -66,6 +70,7 @@ pub(crate) use {
     endpoint::{MAX_BODY_BYTES, SEND_TIMEOUT},
     limits::MAX_IDENTITIES,
     listener::{MAX_CONNECTIONS, MAX_HEADER_BYTES},
+    revoked::MAX_REVOKED_SESSIONS,
     session::SESSION_LIFETIME,
 };
 
@@ -121,6 +126,8 @@ struct Server {
     tools: Value,
     gateway: Arc<Gateway>,
     key: session::SessionKey,
+    /// The sessions ended with `DELETE`.
+    revoked: revoked::Revoked,
     limits: limits::Limits,
     in_flight: Arc<in_flight::InFlight>,
     /// The calls running, which the drain waits for.
@@ -135,6 +142,7 @@ impl Server {
         served: Served,
         gateway: Gateway,
         key: session::SessionKey,
+        revoked: revoked::Revoked,
         settings: &Settings,
     ) -> Self {
         // rmcp's tools are names, texts and JSON objects: they always serialize.
@@ -144,6 +152,7 @@ impl Server {
             served,
             gateway: Arc::new(gateway),
             key,
+            revoked,
             limits: limits::Limits::new(settings.limits),
             in_flight: Arc::default(),
             calls: TaskTracker::new(),
@@ -206,7 +215,9 @@ pub(crate) async fn run(
     };
     // Another instance's (or process's) approval or rejection counts at the next call.
     let _following = store.follow(&pack);
-    let started = listen(&settings, gateway).await;
+    let database = store.database();
+    let revoked = revoked::Revoked::new(database.as_ref().map(|(db, _)| Arc::clone(db)));
+    let started = listen(&settings, gateway, database).await;
     let (listener, tls, key, gateway) = match started {
         Ok(started) => started,
         Err(e) => {
@@ -232,12 +243,15 @@ pub(crate) async fn run(
     }
     discovery::say_warnings(&config.warnings);
     let served = Served::new(Arc::clone(&pack), waits);
-    let server = Arc::new(Server::new(served, gateway, key, &settings));
+    let audit = Arc::clone(&gateway.audit);
+    let server = Arc::new(Server::new(served, gateway, key, revoked, &settings));
     let serving = listener::serve(listener, tls, server, settings.drain, signals::stopped());
     let stop = tokio::select! {
         stop = serving => stop,
         () = say_held(pack.status()) => unreachable!("say_held never ends"),
     };
+    // The calls have ended: their lines are kept before runvil does.
+    audit.closing().await;
     pack.shutdown().await;
     stop.exit_code()
 }
@@ -247,6 +261,7 @@ pub(crate) async fn run(
 async fn listen(
     settings: &Settings,
     gateway: &GatewayArgs,
+    store: Option<(Arc<runvil_store::Database>, Arc<runvil_store::Instance>)>,
 ) -> Result<
     (
         TcpListener,
@@ -257,8 +272,8 @@ async fn listen(
     String,
 > {
     let address = resolve(&settings.address)?;
-    let gateway =
-        Gateway::from_args(gateway, address.ip().is_loopback()).map_err(|e| e.to_string())?;
+    let gateway = Gateway::from_args(gateway, address.ip().is_loopback(), store)
+        .map_err(|e| e.to_string())?;
     let key_path = match &settings.session_key_file {
         Some(path) => path.clone(),
         None => session_key::default_path()

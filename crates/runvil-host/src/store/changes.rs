@@ -38,24 +38,25 @@ pub(crate) fn follow(database: &Database, pack: &Arc<dyn Pack>) -> AbortOnDropHa
                     kind: Kind::Pins,
                     key,
                 } => {
+                    // Said once the Pack was told: a use after the line reads the record.
                     let server = key.rsplit_once('#').map_or(key.as_str(), |(ns, _)| ns);
+                    pack.record_changed(server);
                     tracing::debug!(
                         target: "runvil",
                         "the store says the record of {} changed",
                         shown(server)
                     );
-                    pack.record_changed(server);
                 }
                 Change::Kind(Kind::Pins) | Change::Everything => {
                     let servers: Vec<String> = (pack.status().borrow().iter())
                         .map(|s| s.name.clone())
                         .collect();
-                    tracing::debug!(target: "runvil", "the store says any record may have changed");
                     for server in servers {
                         pack.record_changed(&server);
                     }
+                    tracing::debug!(target: "runvil", "the store says any record may have changed");
                 }
-                Change::Record { .. } | Change::Kind(_) => {}
+                Change::Record { .. } | Change::Kind(_) | Change::Session(_) => {}
             }
         }
     }))

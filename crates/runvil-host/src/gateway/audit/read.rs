@@ -25,7 +25,7 @@ use crate::untrusted::shown;
 pub(crate) const MAX_AUDIT_LINE_BYTES: usize = 64 * 1024;
 
 /// How often `--follow` looks for new lines, as `tail -F` does.
-const FOLLOW_INTERVAL: Duration = Duration::from_millis(250);
+pub(super) const FOLLOW_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Which lines are printed.
 #[derive(Debug, Default)]
@@ -38,7 +38,7 @@ pub(crate) struct Filter {
 }
 
 impl Filter {
-    fn keeps(&self, line: &Written, oldest: Option<SystemTime>) -> bool {
+    pub(super) fn keeps(&self, line: &Written, oldest: Option<SystemTime>) -> bool {
         let same = |want: &Option<String>, have: &Option<String>| {
             want.as_ref().is_none_or(|want| have.as_ref() == Some(want))
         };
@@ -250,7 +250,7 @@ fn parse_line(bytes: &[u8]) -> Option<Written> {
 const TABLE_SAMPLE_LINES: usize = 1000;
 
 /// Where lines are printed: a table on a terminal, JSON lines otherwise.
-struct Output {
+pub(super) struct Output {
     table: bool,
     /// A table's lines held until its widths are known.
     pending: Vec<Written>,
@@ -272,7 +272,7 @@ const HEADER: [&str; COLUMNS] = [
 ];
 
 impl Output {
-    fn new(table: bool) -> Self {
+    pub(super) fn new(table: bool) -> Self {
         Self {
             table,
             pending: Vec::new(),
@@ -281,7 +281,7 @@ impl Output {
         }
     }
 
-    fn print(&mut self, line: Written) -> std::io::Result<()> {
+    pub(super) fn print(&mut self, line: Written) -> std::io::Result<()> {
         if !self.table {
             return writeln!(self.stdout.lock(), "{}", json_line(&line));
         }
@@ -298,7 +298,7 @@ impl Output {
     }
 
     /// Fixes a table's widths from the lines held, and prints its header and them.
-    fn settle(&mut self) -> std::io::Result<()> {
+    pub(super) fn settle(&mut self) -> std::io::Result<()> {
         if !self.table || self.widths.is_some() {
             return Ok(());
         }
@@ -312,7 +312,7 @@ impl Output {
         Ok(())
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
+    pub(super) fn flush(&mut self) -> std::io::Result<()> {
         self.stdout.flush()
     }
 }

@@ -121,7 +121,7 @@ async fn mcp(server: &Arc<Server>, request: Request<Incoming>) -> Reply {
     };
     if request.method() == Method::DELETE {
         return answer::holding(
-            legacy::delete(server, &identity, request.headers()),
+            legacy::delete(server, &identity, request.headers()).await,
             admitted,
         );
     }

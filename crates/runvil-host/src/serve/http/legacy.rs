@@ -99,9 +99,13 @@ pub(crate) async fn answer(server: &Arc<Server>, post: Post) -> Reply {
     answer::holding(single(post.accepts, &message), post.admitted)
 }
 
-/// `DELETE` of a session: its calls running here end, and the client is told `204`. The id
-/// stays valid on other instances until it expires (none keeps a list of ended sessions).
-pub(crate) fn delete(server: &Arc<Server>, identity: &Identity, headers: &HeaderMap) -> Reply {
+/// `DELETE` of a session: its calls running here end, the session is refused from now on
+/// (here, and with `--store` on every instance: `revoked`), and the client is told `204`.
+pub(crate) async fn delete(
+    server: &Arc<Server>,
+    identity: &Identity,
+    headers: &HeaderMap,
+) -> Reply {
     if !headers.contains_key(SESSION_HEADER) {
         return answer::text(
             StatusCode::BAD_REQUEST,
@@ -111,16 +115,19 @@ pub(crate) fn delete(server: &Arc<Server>, identity: &Identity, headers: &Header
     match open(server, identity, headers) {
         Some(session) => {
             server.in_flight.cancel_session(session.number);
+            server.revoked.end(&session).await;
             answer::empty(StatusCode::NO_CONTENT)
         }
         None => no_session(),
     }
 }
 
-/// The session the request's `Mcp-Session-Id` names, if it opens for `identity`.
+/// The session the request's `Mcp-Session-Id` names, if it opens for `identity` and was not
+/// ended.
 fn open(server: &Server, identity: &Identity, headers: &HeaderMap) -> Option<Session> {
     let id = header(headers, SESSION_HEADER).unwrap_or_default();
     session::open(&server.key, id, &identity.label(), SystemTime::now())
+        .filter(|session| !server.revoked.ended(session))
 }
 
 /// The `404` of a session id that does not open: the client starts a new session.

@@ -9,6 +9,9 @@
 //! opens to nothing, which the server answers with `404` as for a session it ended: the
 //! client then starts a new one, as the specification tells it to.
 //!
+//! A session ended with `DELETE` is refused afterwards by the instance that ended it and, with
+//! `--store`, by every instance sharing the database (`revoked`).
+//!
 //! Each id is sealed under a fresh random 96-bit nonce; AES-GCM keeps its guarantees for far
 //! more ids than a key will ever seal (2^32 under NIST's bound).
 
@@ -20,8 +23,9 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// How long a session lives from its `initialize`: a working day. A client past it gets `404`
-/// and starts a new session at once; a session ended with `DELETE` on one instance stays
-/// usable on another this long at most (no instance keeps a list of ended ones).
+/// and starts a new session at once. Without `--store`, a session ended with `DELETE` on one
+/// instance stays usable on another this long at most (each keeps only the ones it ended);
+/// with it, every instance refuses it (`revoked`).
 pub(crate) const SESSION_LIFETIME: Duration = Duration::from_secs(8 * 60 * 60);
 
 /// The revisions a session may speak, by the byte that names each in a sealed record.
@@ -58,6 +62,23 @@ pub(crate) struct Session {
     pub(crate) revision: &'static str,
     /// The random number that names it among this process's calls.
     pub(crate) number: [u8; 16],
+    /// When it expires, in seconds since 1970.
+    pub(crate) expires: u64,
+}
+
+impl Session {
+    /// The name it is kept under once ended (`revoked`): the SHA-256 of its number, in hex,
+    /// which tells nothing of its id.
+    pub(crate) fn ended_name(&self) -> String {
+        (digest(&SHA256, &self.number).as_ref().iter())
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// When it expires.
+    pub(crate) fn expires_at(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(self.expires)
+    }
 }
 
 /// Seals a new session of `revision` (one of [`SESSION_REVISIONS`]) for `identity` (its
@@ -114,6 +135,7 @@ pub(crate) fn open(key: &SessionKey, id: &str, identity: &str, now: SystemTime) 
     Some(Session {
         revision: SESSION_REVISIONS.get(usize::from(*code))?,
         number: number.try_into().ok()?,
+        expires,
     })
 }
 
