@@ -4,8 +4,8 @@
 //! round robin with no stickiness, as a team would run them.
 //!
 //! - A 2025-11-25 session (opened on one instance) and 2026-07-28 requests alternate between
-//!   the instances and every one is answered; each instance's audit file shows the calls it
-//!   answered, so both answered some of each.
+//!   the instances and every one is answered; the one audit table of the store shows, by the
+//!   instance that wrote each row, that both answered some of each.
 //! - A tool that changed upstream is held on both instances; one approval by
 //!   `runvil trust --yes PIN --store ...` is honoured by both at their next call (each waits
 //!   only for its database notice).
@@ -19,7 +19,6 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -138,11 +137,14 @@ impl Upstream {
     }
 }
 
-/// PostgreSQL, the server, two instances over one config, store and session key, each
-/// auditing to a file of its own, and nginx in front of them.
+/// PostgreSQL, the server, two instances over one config, store and session key, auditing to
+/// the store's one table, and nginx in front of them.
 struct Cluster {
     balancer: Balancer,
     instances: Vec<Gateway>,
+    /// Each instance's process id, in the order they started, killed ones included: how the
+    /// audit rows each wrote are told apart.
+    pids: Vec<u32>,
     postgres: Postgres,
     upstream: Upstream,
     config: Temp,
@@ -161,16 +163,8 @@ impl Cluster {
         let dsn = postgres.dsn();
         // One after the other: the first makes the key files the second reads.
         let instances: Vec<Gateway> = (0..INSTANCES)
-            .map(|n| {
-                let audit = path(&format!("audit-{n}.jsonl"));
-                let args = [
-                    "--store",
-                    &dsn,
-                    "--store-key-file",
-                    &store_key,
-                    "--audit",
-                    &audit,
-                ];
+            .map(|_| {
+                let args = ["--store", &dsn, "--store-key-file", &store_key];
                 // runvil's debug lines say when the database told of a changed record.
                 let env = [("RUST_LOG", "runvil=debug")];
                 tokio::task::block_in_place(|| {
@@ -179,10 +173,12 @@ impl Cluster {
             })
             .collect();
         let upstreams: Vec<SocketAddr> = instances.iter().map(address).collect();
+        let pids = instances.iter().map(Gateway::pid).collect();
         let balancer = tokio::task::block_in_place(|| Balancer::start(&upstreams))?;
         Some(Self {
             balancer,
             instances,
+            pids,
             postgres,
             upstream,
             config,
@@ -195,29 +191,35 @@ impl Cluster {
         Http::new(self.balancer.url("/mcp"))
     }
 
-    fn audit_path(&self, instance: usize) -> PathBuf {
-        self.dir.path().join(format!("audit-{instance}.jsonl"))
-    }
-
-    /// Each instance's audit lines of calls of `tool`, once there are `total` over both: an
-    /// instance writes a line from a thread of its own, a moment after the answer.
+    /// Each instance's audit rows of calls of `tool` (identity and outcome, oldest first), in the
+    /// order the instances started, once there
+    /// are `total` over both: an instance writes its rows from a task of its own, a moment
+    /// after the answer. A row names the instance that wrote it, `HOST:PID`.
     async fn calls_of(&self, tool: &str, total: usize) -> Vec<Vec<Value>> {
-        let lines = || -> Vec<Vec<Value>> {
-            (0..INSTANCES)
-                .map(|n| {
-                    (std::fs::read_to_string(self.audit_path(n)).unwrap_or_default())
-                        .lines()
-                        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-                        .filter(|line: &Value| line["tool"] == tool)
+        let rows = || -> Vec<Vec<Value>> {
+            let sql = format!(
+                "SELECT instance || ' ' || identity || ' ' || outcome FROM runvil.audit \
+                 WHERE tool = '{tool}' ORDER BY seq"
+            );
+            let table = self.postgres.psql(&sql);
+            let rows: Vec<Vec<&str>> = (table.lines())
+                .map(|row| row.split(' ').collect())
+                .collect();
+            (self.pids.iter())
+                .map(|pid| {
+                    let pid = format!(":{pid}");
+                    (rows.iter())
+                        .filter(|row| row[0].ends_with(&pid))
+                        .map(|row| json!({"identity": row[1], "outcome": row[2]}))
                         .collect()
                 })
                 .collect()
         };
-        support::wait_until("the audit lines", SOON, async || {
-            lines().iter().map(Vec::len).sum::<usize>() >= total
+        support::wait_until("the audit rows", SOON, async || {
+            rows().iter().map(Vec::len).sum::<usize>() >= total
         })
         .await;
-        lines()
+        rows()
     }
 
     /// `runvil ARGS --config CONFIG --store DSN --store-key-file KEY`, off the test's runtime
@@ -293,7 +295,7 @@ async fn outcome(response: reqwest::Response) -> (u16, String, bool) {
 }
 
 /// A 2025-11-25 session opened through the balancer, then 2026-07-28 requests: each call is
-/// answered, and each instance's audit file holds some of the session's calls and some of the
+/// answered, and each instance's audit rows hold some of the session's calls and some of the
 /// stateless ones (round robin, no stickiness: a session id any instance can open).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_and_stateless_requests_alternate_between_the_instances_and_all_work() {
@@ -337,7 +339,7 @@ async fn a_session_and_stateless_requests_alternate_between_the_instances_and_al
 }
 
 /// The server changes `search` and tells both instances: each holds it (says so, and refuses
-/// its call: one refusal in each audit file). `runvil trust s` reviews it and
+/// its call: one refusal by each instance in the audit table). `runvil trust s` reviews it and
 /// `runvil trust s --yes PIN` approves it, both through the database; once each instance has
 /// heard the database's notice of every save since (the review's and the approval's), its
 /// next call of `search` is answered: never a wait for the Pack's own read at use.
