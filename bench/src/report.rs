@@ -467,6 +467,8 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
         assert_eq!(median_ratio(&[2.0, 4.0, 6.0], &[1.0, 2.0]), Some(4.0 / 1.5));
         assert_eq!(median_ratio(&[1.0], &[]), None);
+        assert_eq!(min_max(&[2.0, 0.5, 9.0]), (0.5, 9.0));
+        assert!(min_max(&[]).0.is_nan());
     }
 
     #[test]
