@@ -441,9 +441,20 @@ impl Raw {
     }
 
     async fn call(&self, payload: &Payload) -> Result<usize, String> {
+        Ok(self.echo(payload).await?.len())
+    }
+
+    /// The `echo` call; the text that came back (moved out of the parsed answer).
+    pub(crate) async fn echo(&self, payload: &Payload) -> Result<String, String> {
         let params = json!({"name": "echo", "arguments": Value::Object(payload.arguments.clone())});
-        let answer = self.request("tools/call", Some("echo"), params).await?;
-        text_len(&answer)
+        let mut answer = self.request("tools/call", Some("echo"), params).await?;
+        match answer
+            .pointer_mut("/result/content/0/text")
+            .map(Value::take)
+        {
+            Some(Value::String(text)) => Ok(text),
+            _ => Err(format!("the answer has no text: {answer}")),
+        }
     }
 
     /// The same `echo` through a gateway: its `call_dynamic_tool`, naming the server.

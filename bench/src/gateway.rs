@@ -149,7 +149,7 @@ impl Drop for Gateway {
 
 /// The `runvil` beside this benchmark's binary, built by cargo (at once when it is up to
 /// date) in the benchmark's own profile.
-fn runvil() -> Result<PathBuf, String> {
+pub(crate) fn runvil() -> Result<PathBuf, String> {
     let bench = std::env::current_exe().map_err(|error| format!("cannot find bench: {error}"))?;
     let folder = bench.parent().ok_or("bench has no folder")?;
     let profile = folder

@@ -17,6 +17,7 @@
 mod clients;
 mod gateway;
 mod measure;
+mod oneshot;
 mod relist;
 mod report;
 mod scale;
@@ -99,9 +100,9 @@ fn plan() -> Vec<(Mode, Vec<(Payload, What)>)> {
 }
 
 /// The sections of a run, for `--only` (the default runs them all, in this order).
-const SECTIONS: [&str; 10] = [
-    "startup", "listing", "relist", "search", "default", "nodelay", "json", "modern", "scale",
-    "store",
+const SECTIONS: [&str; 11] = [
+    "startup", "oneshot", "listing", "relist", "search", "default", "nodelay", "json", "modern",
+    "scale", "store",
 ];
 
 /// `bench [--only SECTION,...]`, where a section is one of [`SECTIONS`] (`--only` is for
@@ -112,14 +113,18 @@ fn main() -> ExitCode {
     if args.first().is_some_and(|arg| arg == serve::SUBCOMMAND) {
         return serve::main(&args[1..]);
     }
+    if args.first().is_some_and(|arg| arg == oneshot::SUBCOMMAND) {
+        return oneshot::raw_main(&args[1..]);
+    }
     let only: Vec<String> = match args.as_slice() {
         [] => SECTIONS.iter().map(|s| (*s).to_owned()).collect(),
         [flag, list] if flag == "--only" => list.split(',').map(str::to_owned).collect(),
         _ => {
             eprintln!(
-                "usage: bench [--only {}] | bench {} ...",
+                "usage: bench [--only {}] | bench {} ... | bench {} URL",
                 SECTIONS.join(","),
-                serve::SUBCOMMAND
+                serve::SUBCOMMAND,
+                oneshot::SUBCOMMAND
             );
             return ExitCode::from(2);
         }
@@ -199,6 +204,9 @@ async fn run(bin: std::path::PathBuf, only: Vec<String>) -> Result<Results, Stri
     let mut results = Results::default();
     if wanted("startup") {
         startup(&bin, &mut results).await?;
+    }
+    if wanted("oneshot") {
+        oneshot::oneshot(&bin, &mut results).await?;
     }
     if wanted("listing") {
         listing(&bin, &mut results).await?;

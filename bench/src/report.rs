@@ -68,6 +68,10 @@ pub(crate) struct Results {
     pub(crate) raw_ready_1_ms: Vec<f64>,
     /// The raw client's time to ready (ms) over the same 100 servers, one per round.
     pub(crate) raw_ready_100_ms: Vec<f64>,
+    /// Whole-process times (ms) of one-shot `runvil call`s, one per run.
+    pub(crate) oneshot_runvil_ms: Vec<f64>,
+    /// Whole-process times (ms) of the raw client process making the same requests.
+    pub(crate) oneshot_raw_ms: Vec<f64>,
     /// Times to ready (ms) of a Pack with 100 servers of 100 tools, one per round.
     pub(crate) ready_catalog_ms: Vec<f64>,
     /// `get_dynamic_tools` over 100 ready servers of 100 tools: p50 and p99, ms.
@@ -112,8 +116,7 @@ impl Results {
 
     /// The mean over rounds of one cell.
     fn mean(&self, key: &RowKey, kind: Kind) -> Option<f64> {
-        let values = self.wire.get(key)?.get(&kind)?;
-        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+        mean(self.wire.get(key)?.get(&kind)?)
     }
 
     /// pack / `other` for one row, on the round means.
@@ -130,6 +133,11 @@ impl Results {
         let (before, after) = self.rss_kib?;
         let servers = self.rss_servers.max(1) as f64;
         Some(after.saturating_sub(before) as f64 / servers)
+    }
+
+    /// One-shot `runvil call` over the raw client process, of the medians.
+    fn oneshot_ratio(&self) -> Option<f64> {
+        median_ratio(&self.oneshot_runvil_ms, &self.oneshot_raw_ms)
     }
 
     fn ready_ratio(&self) -> Option<f64> {
@@ -217,6 +225,22 @@ impl Results {
                 two(raw),
                 two(pack),
                 Some(pack / raw),
+            ));
+        }
+        if !self.oneshot_runvil_ms.is_empty() {
+            let spread = |values: &[f64]| {
+                let median = median(values).map_or("–".to_owned(), |ms| format!("{ms:.1}"));
+                let (low, high) = min_max(values);
+                format!("{median} (min {low:.1}, max {high:.1})")
+            };
+            out.push_str(&with_raw(
+                &format!(
+                    "one-shot `runvil call`, process ms: median (range of {} runs)",
+                    self.oneshot_runvil_ms.len()
+                ),
+                spread(&self.oneshot_raw_ms),
+                spread(&self.oneshot_runvil_ms),
+                self.oneshot_ratio(),
             ));
         }
         out.push_str(&pack_only(
@@ -338,7 +362,7 @@ impl Results {
             )
         };
         let search = self.search.as_ref();
-        let pairs: [(&str, Option<f64>); 29] = [
+        let pairs: [(&str, Option<f64>); 30] = [
             (
                 "nagle_c1_p50_vs_nopool",
                 pack_vs(Mode::Default, small, Figure::P50, Kind::RawNoPool),
@@ -402,6 +426,7 @@ impl Results {
                 median_ratio(&self.ready_100_ms, &self.raw_ready_100_ms),
             ),
             ("ready_100_vs_1", self.ready_ratio()),
+            ("oneshot_call_vs_raw_process", self.oneshot_ratio()),
             ("gateway_c1_p50_vs_pack", gateway_vs_pack(Figure::P50)),
             (
                 "gateway_c16_tput_vs_pack",
@@ -449,6 +474,18 @@ fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
+/// The least and the greatest of `values` (NaN for none).
+fn min_max(values: &[f64]) -> (f64, f64) {
+    let fold = |pick: fn(f64, f64) -> f64, start| values.iter().copied().fold(start, pick);
+    match values {
+        [] => (f64::NAN, f64::NAN),
+        _ => (
+            fold(f64::min, f64::INFINITY),
+            fold(f64::max, f64::NEG_INFINITY),
+        ),
+    }
+}
+
 /// The median of `values` over the median of `over`.
 fn median_ratio(values: &[f64], over: &[f64]) -> Option<f64> {
     Some(median(values)? / median(over)?)
@@ -483,6 +520,8 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
         assert_eq!(median_ratio(&[2.0, 4.0, 6.0], &[1.0, 2.0]), Some(4.0 / 1.5));
         assert_eq!(median_ratio(&[1.0], &[]), None);
+        assert_eq!(min_max(&[2.0, 0.5, 9.0]), (0.5, 9.0));
+        assert!(min_max(&[]).0.is_nan());
     }
 
     #[test]
