@@ -301,16 +301,7 @@ mod tests {
 
     #[test]
     fn the_limits_match_policy_gateway_md() {
-        let page = include_str!("../../../policy/gateway.md");
-        let rows: Vec<(String, String)> = page
-            .lines()
-            .filter_map(|line| {
-                let mut cells = line.split(" | ");
-                let name = cells.next()?.strip_prefix("| `")?.strip_suffix('`')?;
-                let value = cells.next()?.strip_prefix('`')?.strip_suffix('`')?;
-                Some((name.to_owned(), value.to_owned()))
-            })
-            .collect();
+        let rows = crate::policy::tests::page_rows(include_str!("../../../policy/gateway.md"));
         let code: Vec<(String, String)> = limits()
             .into_iter()
             .map(|(name, value)| (name.to_owned(), value))

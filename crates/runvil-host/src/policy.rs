@@ -55,9 +55,22 @@ pub(crate) const AUDIT_FOLLOW_GAP_WAIT: Duration = Duration::from_secs(30);
 pub(crate) const MAX_AUDIT_FOLLOW_GAPS: usize = 10_000;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use runvil_store::database;
+
+    /// The `(name, value)` of each row of a policy page's tables whose first two cells are
+    /// code: how `policy/runvil.md` and `policy/gateway.md` are held to the code.
+    pub(crate) fn page_rows(page: &str) -> Vec<(String, String)> {
+        (page.lines())
+            .filter_map(|line| {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+                let value = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
+                Some((name.to_owned(), value.to_owned()))
+            })
+            .collect()
+    }
 
     /// Every value as `policy/runvil.md` shows it.
     fn table() -> Vec<(&'static str, String)> {
@@ -94,16 +107,7 @@ mod tests {
 
     #[test]
     fn the_table_matches_policy_runvil_md() {
-        let doc = include_str!("../../../policy/runvil.md");
-        let rows: Vec<(String, String)> = doc
-            .lines()
-            .filter_map(|line| {
-                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-                let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
-                let value = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
-                Some((name.to_owned(), value.to_owned()))
-            })
-            .collect();
+        let rows = page_rows(include_str!("../../../policy/runvil.md"));
         let want: Vec<(String, String)> = table()
             .into_iter()
             .map(|(name, value)| (name.to_owned(), value))
