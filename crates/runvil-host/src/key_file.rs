@@ -16,7 +16,7 @@ use std::path::Path;
 
 use zeroize::Zeroizing;
 
-use crate::record_file::{DIR_MODE, FILE_MODE};
+use crate::record_file::{self, DIR_MODE, FILE_MODE};
 
 /// The key's length in bytes.
 pub(crate) const KEY_BYTES: usize = 32;
@@ -55,10 +55,7 @@ fn read(path: &Path, flag: &str) -> Result<Zeroizing<[u8; KEY_BYTES]>, String> {
             mode & 0o777
         ));
     }
-    let me = fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(metadata.uid());
-    if metadata.uid() != me {
+    if metadata.uid() != record_file::running_user() {
         return Err(format!(
             "{flag}: {shown} belongs to another user (uid {}), who could change it",
             metadata.uid()
