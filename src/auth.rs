@@ -283,17 +283,17 @@ impl Authorization {
 
     /// Makes what a record kept the current authorization, unless it is of a client or an
     /// issuer the configuration no longer names.
-    fn take_up(&self, flow: &mut FlowState, mut restored: stored::Restored) {
+    fn take_up(&self, flow: &mut FlowState, mut restored: stored::Restored) -> bool {
         if restored.configured {
             // The configuration's client, with the secret or key it has now; a record of
             // another client, or of an issuer the entry no longer names, serves no more.
             let Some(configured) = &self.configured else {
-                return;
+                return false;
             };
             let bound = flow.configured_issuer.as_ref();
             let same = configured.id.expose() == restored.client.id.expose();
             if !same || bound.is_some_and(|b| *b != restored.issuer) {
-                return;
+                return false;
             }
             restored.client.secret.clone_from(&configured.secret);
             restored
@@ -305,7 +305,7 @@ impl Authorization {
         let dpop = match &restored.dpop {
             Some(stored) => match DpopKey::restore(stored) {
                 Some(key) => Some(Arc::new(key)),
-                None => return,
+                None => return false,
             },
             None => None,
         };
@@ -333,6 +333,7 @@ impl Authorization {
             flow.dpop = dpop;
         }
         self.install(flow, restored.tokens);
+        true
     }
 
     /// Keeps the current authorization in the Host's store, if it lent one, through `held`
@@ -454,14 +455,16 @@ impl Authorization {
             .await
             .map_err(|_| AuthError::refused("the credential store failed"))?;
             let ours = flow.tokens.as_ref().map(|tokens| tokens.access.expose());
-            match text.and_then(|text| self.restore(&text)) {
-                Some(newer) if Some(newer.tokens.access.expose()) != ours => {
-                    tracing::debug!(server = %log_safe(&self.namespace), "taking up the tokens another process refreshed");
-                    self.take_up(flow, newer);
-                    return Ok(());
-                }
-                _ => held = Some(hold),
+            let newer = text.and_then(|text| self.restore(&text));
+            // Tokens this Pack cannot take up (another client's, a key that does not restore)
+            // are refreshed past, as if none were kept.
+            if let Some(newer) = newer.filter(|n| Some(n.tokens.access.expose()) != ours)
+                && self.take_up(flow, newer)
+            {
+                tracing::debug!(server = %log_safe(&self.namespace), "took up the tokens another process refreshed");
+                return Ok(());
             }
+            held = Some(hold);
         }
         let no_refresh = || AuthError::refused("no refresh token");
         let refresh = flow
