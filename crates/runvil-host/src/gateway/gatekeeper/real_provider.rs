@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use shared_mcp_fixture::peers;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::*;
@@ -26,39 +27,16 @@ const START_BOUND: Duration = Duration::from_secs(60);
 
 /// Says why the test cannot run, in one line, or fails under CI.
 fn skipped(why: &str) {
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "the real OpenID provider login must run under CI=true: {why}"
+    peers::unavailable(
+        "a_real_openid_provider_s_token_is_let_in_for_its_resource_only",
+        why,
     );
-    eprintln!("skipped a_real_openid_provider_s_token_is_let_in_for_its_resource_only: {why}");
 }
 
-/// `npm ci` in the provider's folder unless its pinned packages are there.
+/// `npm ci` in the provider's folder unless its pinned packages, as the lock file has them,
+/// are there: the peers' one installer.
 fn install() -> Result<(), String> {
-    if Path::new(FOLDER)
-        .join("node_modules/oidc-provider/package.json")
-        .exists()
-    {
-        return Ok(());
-    }
-    let output = std::process::Command::new("npm")
-        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-        .current_dir(FOLDER)
-        .output()
-        .map_err(|e| format!("npm cannot be run ({e})"))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    // npm's own account is many lines; its error code is the one that says why.
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let code = stderr
-        .lines()
-        .find_map(|line| line.strip_prefix("npm error code "))
-        .unwrap_or("no error code");
-    Err(format!(
-        "npm ci of oidc-provider failed ({}, {code}); is the npm registry reachable?",
-        output.status
-    ))
+    peers::npm(Path::new(FOLDER))
 }
 
 /// An access token of the provider's for `resource`, by client credentials.
