@@ -56,10 +56,7 @@ impl SealedCredentials {
     /// Whether a login is kept for `namespace`, and it opens with the store key: `Ok(false)`
     /// when none is kept, an error when one is kept that does not open.
     pub async fn check(&self, namespace: &str) -> Result<bool, Error> {
-        match self.database.load(KIND, namespace).await? {
-            None => Ok(false),
-            Some(record) => self.key.open(KIND, namespace, &record.value).map(|_| true),
-        }
+        Ok(self.load_opened(namespace).await?.is_some())
     }
 
     /// Whether a record (opened or not) is kept for `namespace`.

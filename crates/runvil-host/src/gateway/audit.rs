@@ -118,6 +118,19 @@ pub(crate) struct Written {
 }
 
 impl AuditLine {
+    /// The line of a request no identity was admitted for.
+    pub(crate) fn unauthenticated() -> Self {
+        Self {
+            identity: None,
+            namespace: None,
+            tool: None,
+            args_sha256: None,
+            outcome: Outcome::Unauthenticated,
+            duration_ms: None,
+            result_bytes: None,
+        }
+    }
+
     /// The line's text at `time`, without its newline.
     pub(crate) fn text(&self, time: SystemTime) -> String {
         let written = Written {
@@ -243,15 +256,7 @@ mod tests {
                 args_sha256(Some(&json!({"q": "tokio"})))
             )
         );
-        let refused = AuditLine {
-            identity: None,
-            namespace: None,
-            tool: None,
-            args_sha256: None,
-            outcome: Outcome::Unauthenticated,
-            duration_ms: None,
-            result_bytes: None,
-        };
+        let refused = AuditLine::unauthenticated();
         assert_eq!(
             refused.text(SystemTime::UNIX_EPOCH),
             r#"{"v":1,"time":"1970-01-01T00:00:00.000Z","identity":null,"namespace":null,"tool":null,"args_sha256":null,"outcome":"unauthenticated","duration_ms":null,"result_bytes":null}"#

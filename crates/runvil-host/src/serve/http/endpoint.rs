@@ -25,8 +25,8 @@ use super::answer::{self, Reply};
 use super::limits::Refused;
 use super::rpc::{self, INVALID_REQUEST, Message};
 use super::session::SESSION_REVISIONS;
-use super::{MCP_PATH, Server, health, legacy, modern, record};
-use crate::gateway::Identity;
+use super::{MCP_PATH, Server, health, legacy, modern};
+use crate::gateway::{AuditLine, Identity};
 
 /// The most bytes of a request's body: far more than any tool's arguments need, and a bound
 /// on what one request can make the gateway hold.
@@ -100,7 +100,7 @@ async fn mcp(server: &Arc<Server>, request: Request<Incoming>) -> Reply {
         Err(refusal) => {
             // The reason is the gatekeeper's, written never to hold the token.
             tracing::info!(target: "runvil", reason = %refusal.reason, "a request was not let in");
-            let _ = server.record(record::unauthenticated());
+            let _ = server.record(AuditLine::unauthenticated());
             let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::UNAUTHORIZED);
             let mut reply = answer::text(status, "authentication required");
             if let Ok(value) = HeaderValue::from_str(&refusal.www_authenticate) {

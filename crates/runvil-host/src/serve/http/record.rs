@@ -101,19 +101,6 @@ pub(crate) enum Ended {
     Cancelled,
 }
 
-/// The line of a request no identity was admitted for.
-pub(crate) fn unauthenticated() -> AuditLine {
-    AuditLine {
-        identity: None,
-        namespace: None,
-        tool: None,
-        args_sha256: None,
-        outcome: Outcome::Unauthenticated,
-        duration_ms: None,
-        result_bytes: None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
