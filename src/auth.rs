@@ -52,9 +52,9 @@ pub(crate) use self::error::AuthError;
 use self::flow::{Grant, Tokens};
 use self::registration::ClientIdentity;
 use crate::config::Preregistered;
-use crate::envelope::{log_safe, show};
 use crate::policy::{AUTHORIZATION_DEADLINE, MAX_ERROR_CHARS, REDACTION_MARKER};
-use crate::secret::{Scrubber, Secret, SecretUrl};
+use crate::secret::{Secret, SecretUrl};
+use crate::text::{Scrubber, log_safe, show};
 
 /// The scope that asks for a refresh token (OpenID Connect), requested only from
 /// authorization servers that list it.

@@ -26,11 +26,12 @@ use tracing::Instrument;
 
 use crate::auth::{Authorization, HostAuth};
 use crate::config::ServerSpec;
-use crate::envelope::{self, Shown, ToolSet, log_safe};
+use crate::envelope::ToolSet;
 use crate::pins::Pins;
 use crate::policy::{MAX_ERROR_CHARS, RELIST_MIN_INTERVAL, START_ATTEMPT_DEADLINE, retry_delay};
-use crate::secret::Scrubber;
 use crate::session::{CacheHints, Changes, Listed, Session, SharedSession};
+use crate::text;
+use crate::text::{Scrubber, Shown, log_safe};
 use crate::transport::{Clients, Transport, TransportError};
 
 /// Where a server stands.
@@ -345,7 +346,7 @@ pub(crate) fn spawn(
         let name = log_safe(&server.name);
         let on_failure = |reason: Option<Shown>| {
             let reason = reason
-                .unwrap_or_else(|| envelope::show(&scrubber, &deadline_passed(), MAX_ERROR_CHARS));
+                .unwrap_or_else(|| text::show(&scrubber, &deadline_passed(), MAX_ERROR_CHARS));
             tracing::warn!(server = %name, reason = %reason.line(), "server did not start");
             server.set(Status::Failed(reason));
         };
@@ -395,11 +396,7 @@ async fn follow(server: &Server, session: &SharedSession, scrubber: &Scrubber) {
                 Ok(())
             }
             Ok(Err(e)) => Err(e.render(scrubber)),
-            Err(_) => Err(envelope::show(
-                scrubber,
-                &deadline_passed(),
-                MAX_ERROR_CHARS,
-            )),
+            Err(_) => Err(text::show(scrubber, &deadline_passed(), MAX_ERROR_CHARS)),
         }
     };
     let relisting = relist_on_notices(session.changes(), relist, |reason: Shown| {

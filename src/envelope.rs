@@ -1,46 +1,35 @@
 //! The untrusted-data envelope: the only way from a server's bytes to text a model reads.
 //!
-//! Everything a server sends arrives as [`Untrusted`], whose contents only this module can
-//! open. Tool definitions come out as a checked [`ToolSet`] (names checked, descriptions
+//! Everything a server sends arrives as `text::Untrusted`, whose contents only this module's
+//! checks open. Tool definitions come out as a checked [`ToolSet`] (names checked, descriptions
 //! cleaned and capped, schemas bounded), results as cleaned and capped text. Cleaning removes
 //! what can deceive a reader without being seen: terminal escape sequences, and the control
-//! and invisible characters that `chars` finds by their Unicode properties. The envelope
+//! and invisible characters that `text::chars` finds by their Unicode properties. The envelope
 //! does not judge whether a description's words are honest; it guarantees what the model sees
 //! is all there is to see, within bounds.
 //!
 //! One concern a file, in the order server data meets them:
 //!
-//! - `untrusted`: the taint type, [`Untrusted`].
 //! - `catalog`: reads `tools/list` pages into typed tools, as they arrive; `listed` is one
 //!   tool as a server lists it.
 //! - `tool_check`: accepts or drops each tool, and checks arguments and structured results
 //!   against its schemas (declaring its `x-mcp-header` parameters with the crate's
 //!   `param_headers`); `expansion` bounds the schema work.
 //! - `result`: converts a `tools/call` result (or a JSON-RPC error) into text for a model.
-//! - `text`: cleans and caps text; `chars` decides which characters show.
-//! - `shown`: [`Shown`], the one type of text that may leave the Pack, made only by scrubbing,
-//!   then cleaning, then cutting.
 //! - `off_runtime`: runs the checks of a call where they cannot stall the runtime.
 
 mod catalog;
-mod chars;
 mod expansion;
 mod listed;
 mod off_runtime;
 mod result;
-mod shown;
-mod text;
 mod tool_check;
-mod untrusted;
 
 pub(crate) use catalog::Catalog;
 pub(crate) use listed::Hints;
 pub(crate) use off_runtime::{check_arguments, convert_result};
 pub(crate) use result::{Outcome, convert_now, rpc_error_text};
-pub(crate) use shown::{Shown, show, show_escaped, show_joined, show_on_one_line, show_owned};
-pub(crate) use text::{log_safe, truncate};
 pub(crate) use tool_check::{CheckedTool, Rejected, ToolSet};
-pub(crate) use untrusted::Untrusted;
 
 /// The envelope's measure of a schema's nesting, which `x-mcp-header` declarations share.
 #[cfg(test)]

@@ -10,10 +10,11 @@
 use serde_json::{Value, json};
 
 use crate::config::{self, Entry, Environment};
-use crate::envelope::{self, Outcome, Untrusted};
+use crate::envelope::{self, Outcome};
 use crate::policy;
-use crate::secret::{Scrubber, Secret};
+use crate::secret::Secret;
 use crate::sse;
+use crate::text::{Scrubber, Untrusted};
 
 /// The value of every variable the fake environment sets, and its home directory: text that
 /// no refusal and no Debug may show unless the input itself holds it.
@@ -245,7 +246,7 @@ fn assert_clean_value(value: &Value) {
 fn assert_clean(text: &str) {
     let bad = text.chars().find(|&c| {
         (c.is_control() && c != '\n' && c != '\t')
-            || envelope::show(&Scrubber::default(), &c.to_string(), usize::MAX)
+            || text::show(&Scrubber::default(), &c.to_string(), usize::MAX)
                 .as_str()
                 .is_empty()
     });

@@ -13,9 +13,8 @@ use std::error::Error as _;
 use reqwest::header::HeaderName;
 use reqwest::{Client, ClientBuilder, Response};
 
-use crate::envelope::Untrusted;
 use crate::policy::{CONNECT_TIMEOUT, MAX_ERROR_CHARS, redirect_policy};
-use crate::secret::Scrubber;
+use crate::text::{Scrubber, Untrusted};
 
 /// `DPoP-Nonce` (RFC 9449): what a server or an authorization server asks the next proofs to
 /// carry.

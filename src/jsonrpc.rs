@@ -4,7 +4,7 @@
 //! A server's message is read for its routing fields only; its `result` stays raw text until
 //! the request that asked for it reads it as its own type, so a result of megabytes is parsed
 //! once and never copied. Nothing here shows server data to anyone: results and error texts
-//! leave as [`Untrusted`](crate::envelope::Untrusted) through `session`.
+//! leave as [`Untrusted`](crate::text::Untrusted) through `session`.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;

@@ -16,7 +16,10 @@
 //!   the tool and encoded into `Mcp-Param-*` when the session sends a call.
 //! - `config`: parses each `mcpServers` entry on its own, with `${env:NAME}` substitution; the
 //!   URL is parsed here, once, and carried parsed.
-//! - `secret`: values that may hold a credential (a string, the URL), and the scrubber.
+//! - `secret`: values that may hold a credential (a string, the URL).
+//! - `text`: the bottom layer every other one stands on: the taint type (`Untrusted`), the
+//!   scrubber, the character rules, and `Shown`, the one type of text that may leave the
+//!   Pack (scrubbed, then cleaned, then cut).
 //! - `connector`: one background task per server, from `loading` to `ready` or `error`, then
 //!   following the changes of its tools.
 //! - `session`: one server's conversation in the era it speaks (`era` decides: 2026-07-28
@@ -32,11 +35,10 @@
 //! - `auth`: OAuth 2.1 for servers that ask (`challenge`, `discovery`, `registration`, `flow`,
 //!   `assertion`, `dpop`, `fetch`, `stored`, `error`), on the transport's `401` and `403`.
 //! - `sse`: the event stream of an answer, parsed without I/O, each event capped.
-//! - `envelope`: the only way from server data to text a model reads: `untrusted` (the taint
-//!   type), `catalog` (reads `tools/list` pages), `tool_check` (accepts tools and checks
-//!   against their schemas; `expansion` bounds schema work), `result` (converts results), `text` (cleans and caps text; `chars`
-//!   decides which characters show), `shown` (the one type of text that may leave the Pack:
-//!   scrubbed, then cleaned, then cut), `off_runtime` (runs checks on the blocking pool).
+//! - `envelope`: checks server data with `text`'s rules: `catalog` (reads `tools/list`
+//!   pages), `tool_check` (accepts tools and checks against their schemas; `expansion` bounds
+//!   schema work), `result` (converts results), `off_runtime` (runs checks on the blocking
+//!   pool).
 //! - `pins`: which tool definitions the user trusts, when the Host lends a pin store; a
 //!   changed or new tool is held until the user approves it.
 //! - `listing`: the JSON `get_dynamic_tools` answers, within its cap.
@@ -65,6 +67,7 @@ mod search;
 mod secret;
 mod session;
 mod sse;
+mod text;
 mod tools;
 mod transport;
 mod view;
@@ -85,7 +88,7 @@ use crate::auth::HostAuth;
 use crate::config::{Entry, ProcessEnvironment};
 use crate::connector::{Board, Server, SharedClients, Status};
 use crate::pins::Pins;
-use crate::secret::Scrubber;
+use crate::text::Scrubber;
 
 /// The Pack's name in a Host's registry.
 const PACK_NAME: &str = "runvil/mcp";
@@ -130,7 +133,7 @@ impl PackFactory for Factory {
         for (name, entry) in entries {
             match entry {
                 Entry::Refused(refusal) => {
-                    tracing::warn!(server = %envelope::log_safe(&name), reason = %refusal, "server entry refused");
+                    tracing::warn!(server = %text::log_safe(&name), reason = %refusal, "server entry refused");
                     let status = Status::Refused(refusal.to_string());
                     servers.push(Arc::new(Server::new(name, status, &board, None)));
                 }

@@ -55,11 +55,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::envelope::{CheckedTool, Rejected, Shown, ToolSet, log_safe, show};
+use crate::envelope::{CheckedTool, Rejected, ToolSet};
 use crate::policy::{
     MAX_ERROR_CHARS, MAX_PIN_SAVE_ATTEMPTS, MAX_PINNED_DEFINITION_BYTES, PIN_RECHECK_INTERVAL,
 };
-use crate::secret::Scrubber;
+use crate::text::{Scrubber, Shown, log_safe, show};
 
 /// The record's format; a record of another version is not read as trust.
 const RECORD_VERSION: u32 = 1;

@@ -35,12 +35,13 @@ pub(crate) use self::changes::Changes;
 use self::legacy::Legacy;
 use self::modern::{Completion, Modern};
 pub(crate) use self::outbound::Outbound;
-use crate::envelope::{self, Catalog, Shown, ToolSet, Untrusted};
+use crate::envelope::{self, Catalog, ToolSet};
 use crate::jsonrpc::{CallParams, ListParams, RpcError};
 use crate::policy::{
     ACCEPTED_PROTOCOL_VERSIONS, MAX_ERROR_CHARS, MAX_TOOL_PAGES, MODERN_PROTOCOL_VERSIONS,
 };
-use crate::secret::Scrubber;
+use crate::text;
+use crate::text::{Scrubber, Shown, Untrusted};
 use crate::transport::{Transport, TransportError};
 use crate::wire::{Loose, Object};
 
@@ -283,7 +284,7 @@ impl SessionError {
             ),
             Self::Protocol(e) => e.clone(),
         };
-        envelope::show(scrubber, &text, MAX_ERROR_CHARS)
+        text::show(scrubber, &text, MAX_ERROR_CHARS)
     }
 }
 

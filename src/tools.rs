@@ -20,15 +20,16 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::connector::{Board, Ready, Server, Status, server_span};
-use crate::envelope::{self, CheckedTool, Outcome, Shown};
+use crate::envelope::{self, CheckedTool, Outcome};
 use crate::lifecycle::Lifecycle;
 use crate::listing::{self, Summary};
 use crate::policy::{
     CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR, MAX_SEARCH_RESULTS, MAX_SUGGESTION_EDITS,
 };
 use crate::search::{self, Indexes, Query};
-use crate::secret::Scrubber;
 use crate::session::{Outbound, SessionError};
+use crate::text;
+use crate::text::{Scrubber, Shown};
 use crate::view::Seen;
 
 use self::arguments::{CallArguments, ListArguments, Schemas};
@@ -582,7 +583,7 @@ fn ready_tool(
 /// An error text cut to [`MAX_ERROR_CHARS`]: errors quote names, paths and messages, and a
 /// long one (a model's own argument quoted back, say) must not become a result's worth.
 fn capped(text: String) -> String {
-    envelope::truncate(text, MAX_ERROR_CHARS)
+    text::truncate(text, MAX_ERROR_CHARS)
 }
 
 /// A JSON-RPC error is the server's answer (backend); anything else kept the answer from
@@ -596,12 +597,12 @@ fn session_error(e: &SessionError, scrubber: &Scrubber) -> ToolError {
 }
 
 /// A model-written name, quoted and escaped so it cannot pass as anything else (scrubbed
-/// first, as [`envelope::show_escaped`] does: once escaped, a secret in it would no longer be
+/// first, as [`text::show_escaped`] does: once escaped, a secret in it would no longer be
 /// found).
 fn quoted(name: &str, scrubber: &Scrubber) -> String {
     format!(
         "\"{}\"",
-        envelope::show_escaped(scrubber, name, MAX_ERROR_CHARS)
+        text::show_escaped(scrubber, name, MAX_ERROR_CHARS)
     )
 }
 

@@ -8,7 +8,7 @@
 //! Nothing here prints the URL: reqwest's errors are stripped of it before they are shown.
 //!
 //! Bodies and events are handed on as the server sent them, each read once: what of them
-//! leaves the Pack is scrubbed where it becomes text to show (the envelope's `Shown`, a
+//! leaves the Pack is scrubbed where it becomes text to show (`text::Shown`, a
 //! listing as a whole, a tool's name checked as it is accepted), after parsing has decoded
 //! every escape that could hide a secret's form. What a server or another crate says in an
 //! error (a content type, a connection's causes) stays [`Untrusted`] in the
@@ -34,15 +34,15 @@ use tokio::runtime::Handle;
 
 use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
 use crate::config::{Header, ServerSpec};
-use crate::envelope::{Shown, Untrusted, show, show_escaped};
 use crate::http::{self, Capped, DPOP_NONCE, Failure, describe};
 use crate::policy::{
     MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_ERROR_CHARS, MAX_RESPONSE_BYTES,
     MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS, MAX_STREAM_DRAIN_BYTES,
     REDACTION_MARKER, STREAM_DRAIN_TIMEOUT,
 };
-use crate::secret::{Scrubber, SecretUrl};
+use crate::secret::SecretUrl;
 use crate::sse::{Event, SseError, SseParser};
+use crate::text::{Scrubber, Shown, Untrusted, show, show_escaped};
 
 mod route;
 

@@ -9,10 +9,9 @@
 
 use std::borrow::Cow;
 
-use crate::envelope::{Shown, Untrusted, show};
 use crate::http::Failure;
 use crate::policy::{MAX_ERROR_CHARS, MAX_OAUTH_QUOTED_CHARS};
-use crate::secret::Scrubber;
+use crate::text::{Scrubber, Shown, Untrusted, show};
 
 /// Why a server could not be authorized.
 #[derive(Debug, Clone)]

@@ -24,7 +24,8 @@ use super::dpop::DpopKey;
 use super::fetch;
 use super::registration::{ClientIdentity, Method};
 use crate::policy::refresh_ahead;
-use crate::secret::{Scrubber, Secret};
+use crate::secret::Secret;
+use crate::text::Scrubber;
 
 /// What application/x-www-form-urlencoded leaves as it is (RFC 6749 §2.3.1 encodes the
 /// client's id and secret so before they are joined for `Basic`).

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::secret::Scrubber;
+use crate::text::Scrubber;
 
 pub(super) struct FakeEnvironment {
     pub(super) vars: HashMap<&'static str, &'static str>,

@@ -15,9 +15,9 @@ use serde_json::value::RawValue;
 
 use super::listed::ListedTool;
 use super::tool_check::{check_tool, reject};
-use super::{CheckedTool, Rejected, ToolSet, Untrusted};
+use super::{CheckedTool, Rejected, ToolSet};
 use crate::policy::{MAX_REJECTED_KEPT, MAX_TOOLS_LIST_BYTES, MAX_TOOLS_PER_SERVER};
-use crate::secret::Scrubber;
+use crate::text::{Scrubber, Untrusted};
 use crate::wire::{Loose, Object};
 
 /// A listing whose pages together passed [`MAX_TOOLS_LIST_BYTES`].
@@ -74,7 +74,7 @@ impl Catalog {
         &mut self,
         page: &Untrusted<Box<RawValue>>,
     ) -> Result<Option<String>, TooManyBytes> {
-        let page = page.0.get();
+        let page = page.for_check().get();
         self.bytes = self.bytes.saturating_add(page.len());
         if self.bytes > MAX_TOOLS_LIST_BYTES {
             return Err(TooManyBytes);

@@ -19,8 +19,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{CheckedTool, Outcome, Shown, Untrusted, convert_now, log_safe, show_owned};
+use super::{CheckedTool, Outcome, convert_now};
 use crate::policy::{MAX_ERROR_CHARS, MAX_INLINE_CHECK_WORK};
+use crate::text::{Shown, Untrusted, log_safe, show_owned};
 
 /// Checks a model's arguments against `tool`'s input schema, and gives them back to be sent.
 pub(crate) async fn check_arguments(

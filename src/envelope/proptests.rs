@@ -6,9 +6,9 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::tests;
-use super::text::clean_text;
 use super::*;
 use crate::policy::MAX_TOOL_NAME_CHARS;
+use crate::text::{Untrusted, chars, clean_text};
 use std::sync::Arc;
 
 /// Text made to be hostile: any character, plus escape sequences, C0 and C1 controls,

@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
-use super::{CheckedTool, Shown, Untrusted, show, show_joined};
+use super::CheckedTool;
 use crate::policy::{MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_RESULT_CHARS};
-use crate::secret::Scrubber;
+use crate::text::{Scrubber, Shown, Untrusted, show, show_joined};
 
 /// What a `tools/call` result becomes for a model.
 pub(crate) enum Outcome {
@@ -22,7 +22,7 @@ pub(crate) enum Outcome {
 /// line; a result with no blocks but `structuredContent` gives that JSON. Calls reach it
 /// through [`convert_result`](super::convert_result), which runs it off the runtime's workers.
 pub(crate) fn convert_now(result: Untrusted<Value>, tool: &CheckedTool) -> Outcome {
-    let Untrusted(mut result) = result;
+    let mut result = result.into_for_check();
     let blocks = match result.get_mut("content") {
         Some(Value::Array(blocks)) => std::mem::take(blocks),
         _ => Vec::new(),

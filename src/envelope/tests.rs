@@ -6,14 +6,14 @@ use icu_properties::props::{
 use icu_properties::{CodePointMapData, CodePointSetData};
 use serde_json::{Value, json};
 
-use super::text::clean_text;
 use super::tool_check::{violation, within_budget};
 use super::*;
 use crate::policy::{
     MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
     MAX_TOOL_NAME_CHARS, MAX_VALIDATION_WORK, MAX_VIOLATION_CHARS,
 };
-use crate::secret::Scrubber;
+use crate::text::Scrubber;
+use crate::text::{Untrusted, clean_text, log_safe, truncate};
 
 pub(super) fn tool(extra: Value) -> Value {
     let mut tool = json!({"name": "t", "inputSchema": {"type": "object"}});

@@ -17,16 +17,18 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::expansion;
 use super::listed::{Hints, ListedTool};
-use super::text::{clean_value, log_safe};
-use super::{Shown, chars, expansion, show, show_escaped, show_on_one_line, show_owned};
 use crate::param_headers::ParamHeaders;
 use crate::policy::{
     MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
     MAX_TITLE_CHARS, MAX_TOOL_NAME_CHARS, MAX_VALIDATION_WORK, MAX_VIOLATION_CHARS,
     MAX_VIOLATIONS_IN_ERROR,
 };
-use crate::secret::Scrubber;
+use crate::text::{
+    Scrubber, Shown, clean_value, is_name_char, log_safe, show, show_escaped, show_on_one_line,
+    show_owned,
+};
 use crate::wire::Object;
 
 /// One server's tools after the envelope: what the listing shows and calls dispatch to.
@@ -187,7 +189,7 @@ fn checked_name(name: Option<String>, scrubber: &Scrubber) -> Result<String, Rej
             &format!("a name longer than {MAX_TOOL_NAME_CHARS} characters"),
         ));
     }
-    if let Some(c) = name.chars().find(|&c| !chars::is_name_char(c)) {
+    if let Some(c) = name.chars().find(|&c| !is_name_char(c)) {
         return Err(reject(
             &name,
             &format!(

@@ -3,7 +3,8 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::envelope::{Catalog, Untrusted};
+use crate::envelope::Catalog;
+use crate::text::Untrusted;
 
 fn tool_set(tools: &[Value]) -> ToolSet {
     let page = serde_json::value::to_raw_value(&json!({ "tools": tools })).expect("JSON");

@@ -12,9 +12,8 @@
 use runvil_plugin::{Excerpt, FieldChange};
 use serde_json::{Map, Value};
 
-use crate::envelope::{show, show_escaped};
 use crate::policy::{CHANGE_CONTEXT_CHARS, MAX_CHANGE_CHARS, MAX_CHANGES_SHOWN};
-use crate::secret::Scrubber;
+use crate::text::{Scrubber, show, show_escaped};
 
 /// The fields of a tool a model reads: a review shows all their changes, before any other.
 const MODEL_FIELDS: [&str; 7] = [

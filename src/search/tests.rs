@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::envelope::{Catalog, Rejected, Untrusted};
-use crate::secret::Scrubber;
+use crate::envelope::{Catalog, Rejected};
+use crate::text::{Scrubber, Untrusted};
 
 /// The tools as a server would list them, through the envelope.
 fn tool_set(tools: &[Value]) -> ToolSet {

@@ -14,13 +14,13 @@ use tokio::runtime::Handle;
 
 use super::changes::{Changes, TOOLS_CHANGED};
 use super::{Outbound, SessionError};
-use crate::envelope::{self, Untrusted};
 use crate::jsonrpc::{Incoming, Request, Response, to_bytes};
 use crate::policy::{
     MAX_IDLE_RESUMPTIONS, MAX_PROGRESS_MESSAGE_CHARS, SSE_DEFAULT_RETRY, SSE_MAX_RETRY,
     SSE_MIN_RETRY,
 };
-use crate::secret::Scrubber;
+use crate::text;
+use crate::text::{Scrubber, Untrusted};
 use crate::transport::{EventStream, Outgoing, Reply, Transport, TransportError};
 use crate::wire::Loose;
 
@@ -235,7 +235,7 @@ impl<'a> Reporter<'a> {
         let message = notice
             .message
             .0
-            .map(|m| envelope::show_owned(scrubber, m, MAX_PROGRESS_MESSAGE_CHARS).into_string());
+            .map(|m| text::show_owned(scrubber, m, MAX_PROGRESS_MESSAGE_CHARS).into_string());
         (self.sink)(Progress {
             progress: notice.progress,
             total: notice.total.0,

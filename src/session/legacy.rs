@@ -12,11 +12,11 @@ use tokio::task::JoinHandle;
 
 use super::exchange::{Link, Wire};
 use super::{Outbound, SessionError};
-use crate::envelope::Untrusted;
 use crate::jsonrpc::{
     CLIENT_INFO, Cancelled, Empty, InitializeParams, Meta, Notification, Params, to_bytes,
 };
 use crate::policy::{ACCEPTED_PROTOCOL_VERSIONS, FAREWELL_TIMEOUT, PROTOCOL_VERSION};
+use crate::text::Untrusted;
 use crate::transport::{Outgoing, SessionHeaders, Transport};
 
 /// One session; requests may run concurrently, each its own POST.

@@ -23,11 +23,11 @@ use super::changes::TOOLS_CHANGED;
 use super::exchange::Link;
 use super::legacy::Legacy;
 use super::modern::{MCP_METHOD, Modern, outgoing};
-use crate::envelope::{Shown, show};
 use crate::jsonrpc::{Incoming, Meta, Params, Request, RevisionMeta, to_bytes};
 use crate::policy::{
     MAX_ERROR_CHARS, RETRY_MAX_DELAY, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY, retry_delay,
 };
+use crate::text::{Shown, show};
 use crate::transport::{EventStream, Outgoing, Reply, SessionHeaders, TransportError};
 
 /// The `_meta` key of a subscription's id (2026-07-28).

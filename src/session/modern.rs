@@ -15,10 +15,10 @@ use serde_json::value::RawValue;
 use super::Outbound;
 use super::SessionError;
 use super::exchange::{Link, Wire};
-use crate::envelope::Untrusted;
 use crate::jsonrpc::{Meta, Params, RevisionMeta, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::param_headers;
 use crate::policy::MODERN_PROTOCOL_VERSIONS;
+use crate::text::Untrusted;
 use crate::transport::{Outgoing, SessionHeaders};
 use crate::wire::{Loose, Object};
 

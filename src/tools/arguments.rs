@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::{CALL_DYNAMIC_TOOL, GET_DYNAMIC_TOOLS, quoted};
 use crate::policy::{MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS};
-use crate::secret::Scrubber;
+use crate::text::Scrubber;
 
 /// What `get_dynamic_tools` says of a `toolName` given without its `namespace` (its schema's
 /// one `dependentRequired` rule).

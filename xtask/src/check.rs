@@ -6,6 +6,7 @@ use std::path::Path;
 use crate::dependency_policy::{allow_list, plugin_family_deps};
 use crate::deps_allow::DepsAllow;
 use crate::public_api_policy::only_install_is_public;
+use crate::taint_policy::opened_only_by_the_envelope;
 use crate::workspace;
 
 /// Runs the policy checks on the workspace at `root` (`plugin_mcp` is the root package),
@@ -20,6 +21,10 @@ pub fn run_all(root: &Path) -> Result<Vec<String>, String> {
     let results = [
         ("plugin_family_deps", plugin_family_deps(&metadata)),
         ("only_install_is_public", only_install_is_public(&sources)),
+        (
+            "opened_only_by_the_envelope",
+            opened_only_by_the_envelope(&sources),
+        ),
         ("allow_list", allow_list(&metadata, &allowed)),
     ];
     Ok(results

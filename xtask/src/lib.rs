@@ -30,6 +30,7 @@ pub mod deps_allow;
 pub mod interop;
 pub mod metadata;
 pub mod public_api_policy;
+pub mod taint_policy;
 pub mod workspace;
 
 /// A subcommand of `cargo run -p build-xtask --`: its name, a one-line description for the

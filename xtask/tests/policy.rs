@@ -15,7 +15,8 @@ fn the_workspace_has_no_policy_violations() {
 
 /// A workspace on disk where each check has something to find: the Plugin depends on the Host,
 /// on a crate `policy/deps.allow` does not list (outside the workspace, so not a member), and
-/// the list has a stale entry; `src/lib.rs` exports more than `install`.
+/// the list has a stale entry; `src/lib.rs` exports more than `install`; a module outside the
+/// envelope opens server data.
 #[test]
 fn a_crafted_workspace_fails_every_check() {
     let dir = std::env::temp_dir().join(format!("build-xtask-policy-{}", std::process::id()));
@@ -26,6 +27,14 @@ fn a_crafted_workspace_fails_every_check() {
             "[workspace]\nmembers = [\"host\"]\n\n[package]\nname = \"plugin_mcp\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nrunvil-host = { path = \"host\" }\nleftpad = { path = \"../leftpad\" }\n",
         ),
         ("ws/src/lib.rs", "pub fn install() {}\npub struct Leak;\n"),
+        (
+            "ws/src/tools.rs",
+            "fn f(u: Untrusted<String>) -> String { u.into_for_check() }\n",
+        ),
+        (
+            "ws/src/envelope/result.rs",
+            "fn f(u: Untrusted<String>) -> String { u.into_for_check() }\n",
+        ),
         ("ws/policy/deps.allow", "serde # gone\n"),
         (
             "ws/host/Cargo.toml",
@@ -52,7 +61,12 @@ fn a_crafted_workspace_fails_every_check() {
         "only_install_is_public: src/lib.rs: `struct Leak` is public",
         "allow_list: plugin_mcp depends directly on leftpad, which policy/deps.allow does not list",
         "allow_list: policy/deps.allow:1: stale entry serde",
+        "opened_only_by_the_envelope: src/tools.rs: calls `into_for_check`",
     ] {
         assert!(violations.contains(expected), "{expected}:\n{violations}");
     }
+    assert!(
+        !violations.contains("src/envelope/result.rs"),
+        "{violations}"
+    );
 }

@@ -109,7 +109,7 @@ pub(crate) fn log_safe(text: &str) -> String {
 }
 
 /// A copy of a schema with every key and string cleaned, for a model to read.
-pub(super) fn clean_value(value: &Value) -> Value {
+pub(crate) fn clean_value(value: &Value) -> Value {
     match value {
         Value::String(s) => Value::String(clean_text(s)),
         Value::Array(items) => Value::Array(items.iter().map(clean_value).collect()),

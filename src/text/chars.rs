@@ -29,7 +29,7 @@ const HIDDEN_CATEGORIES: GeneralCategoryGroup = GeneralCategoryGroup::Control
 
 /// What cleaned text keeps of `c` (outside escape sequences, which cleaning removes whole):
 /// `c` itself, an ordinary space for any other space, or nothing.
-pub(super) fn shown(c: char) -> Option<char> {
+pub(crate) fn shown(c: char) -> Option<char> {
     if matches!(c, ' '..='~' | '\n' | '\t') {
         return Some(c);
     }
@@ -48,7 +48,7 @@ pub(super) fn shown(c: char) -> Option<char> {
 /// ASCII letters (A-Z, a-z), digits (0-9), underscore (_), hyphen (-), and dot (.)". A model
 /// types a name back exactly, and a Host shows it to a person: in this set every name is
 /// what it looks like.
-pub(super) fn is_name_char(c: char) -> bool {
+pub(crate) fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
 }
 

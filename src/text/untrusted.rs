@@ -1,12 +1,13 @@
 //! The taint type: server data no model may see before the envelope checks it.
 //!
-//! Its field is visible to the envelope alone (`pub(super)`), so the only ways out of an
-//! [`Untrusted`] are the envelope's checks and [`Untrusted::peek`], which is for protocol
-//! plumbing. The type system, not a convention, keeps unchecked server text away from models.
+//! Its field is private, so the only ways out of an [`Untrusted`] are [`Untrusted::show`] (the
+//! one way to text: scrubbed, cleaned and cut), [`Untrusted::peek`], which is for protocol
+//! plumbing, and [`Untrusted::for_check`], which only the envelope's checks call
+//! (build-xtask refuses it anywhere else).
 
 /// Data from a server that no model may see before the envelope checks it. Its `Debug` shows
 /// nothing of it: a server may have echoed a secret there.
-pub(crate) struct Untrusted<T>(pub(super) T);
+pub(crate) struct Untrusted<T>(T);
 
 impl<T: Clone> Clone for Untrusted<T> {
     fn clone(&self) -> Self {
@@ -23,6 +24,17 @@ impl<T> std::fmt::Debug for Untrusted<T> {
 impl<T> Untrusted<T> {
     pub(crate) fn new(value: T) -> Self {
         Self(value)
+    }
+
+    /// The data itself, for one of the envelope's checks, which makes checked types or
+    /// [`Shown`](super::Shown) text of it. build-xtask refuses a call outside `src/envelope/`.
+    pub(crate) fn for_check(&self) -> &T {
+        &self.0
+    }
+
+    /// [`Untrusted::for_check`], by value: for a check that rewrites the data in place.
+    pub(crate) fn into_for_check(self) -> T {
+        self.0
     }
 
     /// A look for protocol plumbing (a cursor, a version); nothing read through it may reach

@@ -14,9 +14,9 @@
 use std::fmt;
 use std::ops::Deref;
 
+use super::Scrubber;
 use super::Untrusted;
-use super::text::{clean_text, plain_len, truncate};
-use crate::secret::Scrubber;
+use super::clean::{clean_text, plain_len, truncate};
 
 /// Text that was scrubbed, then cleaned or escaped, then cut (see the module's documentation).
 #[derive(Clone, PartialEq, Eq)]
@@ -97,7 +97,7 @@ pub(crate) fn show_escaped(scrubber: &Scrubber, text: &str, max: usize) -> Shown
 impl Untrusted<String> {
     /// What a party said, as [`show`] shows it.
     pub(crate) fn show(&self, scrubber: &Scrubber, max: usize) -> Shown {
-        show(scrubber, &self.0, max)
+        show(scrubber, self.peek(), max)
     }
 }
 

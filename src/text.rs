@@ -1,0 +1,32 @@
+//! Text and its taint: the bottom of the Pack, under `http`, `jsonrpc` and `transport`, which
+//! hold what a server said as [`Untrusted`] and never make text of it themselves.
+//!
+//! One concern a file:
+//!
+//! - `untrusted`: the taint type, [`Untrusted`]: server data no model may see before the
+//!   envelope checks it.
+//! - `scrubber`: the [`Scrubber`], which replaces every form of every secret with the marker.
+//! - `chars`: which characters show, by their Unicode properties.
+//! - `clean`: cleans text (escape sequences, hidden characters) and cuts it to a bound.
+//! - `shown`: [`Shown`], the one type of text that may leave the Pack, made only by scrubbing,
+//!   then cleaning, then cutting.
+//!
+//! Only the Pack's edge (the tools, the connector's states, the pins' reasons) and the log sink
+//! turn what a server said into a [`Shown`]; `envelope` checks server data (the catalog, the
+//! tool check, the result) with these rules.
+
+pub(crate) mod chars;
+mod clean;
+mod scrubber;
+mod shown;
+mod untrusted;
+
+pub(crate) use chars::is_name_char;
+pub(crate) use clean::{clean_value, log_safe, truncate};
+pub(crate) use scrubber::Scrubber;
+pub(crate) use shown::{Shown, show, show_escaped, show_joined, show_on_one_line, show_owned};
+pub(crate) use untrusted::Untrusted;
+
+/// The cleaning itself, which the envelope's tests hold to its rules character by character.
+#[cfg(test)]
+pub(crate) use clean::clean_text;
