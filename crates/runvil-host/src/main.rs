@@ -56,11 +56,12 @@ mod trust;
 mod untrusted;
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::Command;
+use crate::cli::{Command, GatewayArgs, HttpArgs, SecretText, Source, StoreArgs};
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -81,25 +82,7 @@ fn main() -> ExitCode {
             http,
             gateway,
             store,
-        } => {
-            let waits = serve::Waits::from_flag(wait);
-            match serve::http::Settings::of(http) {
-                Some(settings) => {
-                    block_on(serve::http::run(&source, &store, waits, settings, &gateway))
-                }
-                // Who is let in, what each may use and what is recorded are the HTTP
-                // gateway's: stdio has one client, the process that started runvil.
-                None => match gateway.first_given() {
-                    Some(flag) => {
-                        eprintln!(
-                            "runvil: {flag} is a flag of the HTTP gateway (`runvil serve --http`)"
-                        );
-                        host::EXIT_INVALID
-                    }
-                    None => block_on(serve::run_stdio(&source, &store, waits)),
-                },
-            }
-        }
+        } => serve(&source, wait, http, &gateway, &store),
         Command::Tools {
             namespace,
             tool,
@@ -162,27 +145,9 @@ fn main() -> ExitCode {
                 tool,
                 identity,
             };
-            // A file named on the command line is read even when a store is set.
-            match (audit, store.store) {
-                (None, Some(store)) => block_on(gateway::read_audit_store(&store, follow, &filter)),
-                (audit, _) => gateway::read_audit(audit, follow, &filter),
-            }
+            audit_trail(audit, follow, &filter, store.store)
         }
-        Command::GatewayKey { name } => match gateway::new_key(&name) {
-            Ok((key, line)) => {
-                host::say(&key);
-                host::say(&line);
-                eprintln!(
-                    "runvil: line 1 is the key, shown this once: the client sends it as \
-                     `Authorization: Bearer KEY`. Line 2 goes into the --api-keys file."
-                );
-                host::EXIT_OK
-            }
-            Err(e) => {
-                eprintln!("runvil: {e}");
-                host::EXIT_INVALID
-            }
-        },
+        Command::GatewayKey { name } => gateway_key(&name),
         Command::Disable {
             namespace,
             tool,
@@ -198,6 +163,62 @@ fn main() -> ExitCode {
         Command::Completions { shell, source } => block_on(completions::run(shell, &source)),
     };
     ExitCode::from(code)
+}
+
+/// `runvil serve`: over HTTP with `--http`, else over stdio.
+fn serve(
+    source: &Source,
+    wait: Option<u64>,
+    http: HttpArgs,
+    gateway: &GatewayArgs,
+    store: &StoreArgs,
+) -> u8 {
+    let waits = serve::Waits::from_flag(wait);
+    if let Some(settings) = serve::http::Settings::of(http) {
+        return block_on(serve::http::run(source, store, waits, settings, gateway));
+    }
+    // Who is let in, what each may use and what is recorded are the HTTP gateway's: stdio has
+    // one client, the process that started runvil.
+    match gateway.first_given() {
+        Some(flag) => {
+            eprintln!("runvil: {flag} is a flag of the HTTP gateway (`runvil serve --http`)");
+            host::EXIT_INVALID
+        }
+        None => block_on(serve::run_stdio(source, store, waits)),
+    }
+}
+
+/// `runvil audit`: the trail in a file, or in the store. A file named on the command line is
+/// read even when a store is set.
+fn audit_trail(
+    audit: Option<PathBuf>,
+    follow: bool,
+    filter: &gateway::Filter,
+    store: Option<SecretText>,
+) -> u8 {
+    match (audit, store) {
+        (None, Some(store)) => block_on(gateway::read_audit_store(&store, follow, filter)),
+        (audit, _) => gateway::read_audit(audit, follow, filter),
+    }
+}
+
+/// `runvil gateway-key NAME`: a new API key, shown this once, and its line for the file.
+fn gateway_key(name: &str) -> u8 {
+    match gateway::new_key(name) {
+        Ok((key, line)) => {
+            host::say(&key);
+            host::say(&line);
+            eprintln!(
+                "runvil: line 1 is the key, shown this once: the client sends it as \
+                 `Authorization: Bearer KEY`. Line 2 goes into the --api-keys file."
+            );
+            host::EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("runvil: {e}");
+            host::EXIT_INVALID
+        }
+    }
 }
 
 /// Runs a command on the runtime the Pack is lent, and answers its exit code.

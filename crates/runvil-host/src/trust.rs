@@ -142,8 +142,22 @@ fn pins_file(namespace: &str) -> Result<Arc<dyn PinStore>, u8> {
     Ok(Arc::new(pins))
 }
 
-/// Waits for the server, shows what it holds, and approves what the user says to.
+/// Waits for the server, shows what it holds, and approves what the user says to. Each step
+/// returns the exit code once it has said why the command ends there.
 async fn review_and_approve(pack: &Arc<dyn Pack>, asked: &Asked<'_>) -> u8 {
+    let steps = async {
+        let callable = ready_tools(pack, asked).await?;
+        let chosen = choose(pack, asked, &callable).await?;
+        host::say(&review::review(asked.namespace, &chosen));
+        let (approving, refused) = decide(pack, asked, &chosen).await?;
+        approve(pack, asked, chosen, &approving, refused).await
+    };
+    steps.await.unwrap_or_else(|code| code)
+}
+
+/// The server's callable tools once it is ready: held tools come from a complete listing, so
+/// a server that has none yet has nothing to show.
+async fn ready_tools(pack: &Arc<dyn Pack>, asked: &Asked<'_>) -> Result<Arc<[String]>, u8> {
     let namespace = asked.namespace;
     let name = shown(namespace);
     // As `tools NS`: `--wait` waits through retries for the server to be ready.
@@ -153,94 +167,98 @@ async fn review_and_approve(pack: &Arc<dyn Pack>, asked: &Asked<'_>) -> u8 {
     };
     let bound = Duration::from_secs(asked.wait.unwrap_or(DEFAULT_WAIT_SECS));
     let waited = progress::wait(pack.status(), Some(namespace), bound, until).await;
-    // Held tools come from a complete listing: a server that has none yet has nothing to show.
-    let callable = match waited.servers.first().map(|s| &s.state) {
-        Some(BackendState::Ready { tools }) => Arc::clone(tools),
+    let (why, code) = match waited.servers.first().map(|s| &s.state) {
+        Some(BackendState::Ready { tools }) => return Ok(Arc::clone(tools)),
         Some(BackendState::Failed(reason)) => {
-            eprintln!(
-                "runvil: cannot review the tools of {name}: it is in error: {}",
-                shown(reason)
-            );
-            return EXIT_TRANSPORT;
+            (format!("it is in error: {}", shown(reason)), EXIT_TRANSPORT)
         }
-        Some(BackendState::Refused(reason)) => {
-            eprintln!(
-                "runvil: cannot review the tools of {name}: its entry is refused: {}",
-                shown(reason)
-            );
-            return EXIT_INVALID;
-        }
-        Some(BackendState::Disabled) => {
-            eprintln!(
-                "runvil: cannot review the tools of {name}: it is turned off (run `runvil \
-                 enable {name}`)"
-            );
-            return EXIT_INVALID;
-        }
-        _ => {
-            eprintln!(
-                "runvil: cannot review the tools of {name}: it is still loading; give it \
-                 longer with --wait SECS"
-            );
-            return EXIT_INVALID;
-        }
+        Some(BackendState::Refused(reason)) => (
+            format!("its entry is refused: {}", shown(reason)),
+            EXIT_INVALID,
+        ),
+        Some(BackendState::Disabled) => (
+            format!("it is turned off (run `runvil enable {name}`)"),
+            EXIT_INVALID,
+        ),
+        _ => (
+            "it is still loading; give it longer with --wait SECS".to_owned(),
+            EXIT_INVALID,
+        ),
     };
-    let held = pack.held(namespace).await;
-    let chosen: Vec<HeldTool> = match asked.tool {
-        None if held.is_empty() => {
+    eprintln!("runvil: cannot review the tools of {name}: {why}");
+    Err(code)
+}
+
+/// The held tools to review: every one, or the one named, once it is known to be held.
+async fn choose(
+    pack: &Arc<dyn Pack>,
+    asked: &Asked<'_>,
+    callable: &[String],
+) -> Result<Vec<HeldTool>, u8> {
+    let name = shown(asked.namespace);
+    let held = pack.held(asked.namespace).await;
+    let Some(tool) = asked.tool else {
+        if held.is_empty() {
             eprintln!("runvil: no tool of {name} is held: every tool it lists is trusted");
-            return EXIT_OK;
+            return Err(EXIT_OK);
         }
-        None => held,
-        Some(tool) => match held.iter().find(|t| t.name == tool) {
-            Some(one) => vec![one.clone()],
-            None if callable.iter().any(|t| t == tool) => {
-                let tool = shown(tool);
-                eprintln!("runvil: {tool} of {name} is trusted already; nothing to approve");
-                return EXIT_OK;
-            }
-            None => {
-                let tool = shown(tool);
-                let which = match held.len() {
-                    0 => "none of its tools is held".to_owned(),
-                    _ => format!(
-                        "the held ones are: {}",
-                        review::names(held.iter().map(|t| t.name.as_str()))
-                    ),
-                };
-                eprintln!("runvil: {name} holds no tool named {tool}; {which}");
-                return EXIT_INVALID;
-            }
-        },
+        return Ok(held);
     };
-    host::say(&review::review(namespace, &chosen));
-    let again = format!(
-        "runvil trust {name}{} --yes",
-        asked
-            .tool
-            .map(|tool| format!(" {}", shown(tool)))
-            .unwrap_or_default()
-    );
-    // What to approve, and what is said of the tools shown that are not.
-    let (approving, mut refused) = match asked.yes {
+    if let Some(one) = held.iter().find(|t| t.name == tool) {
+        return Ok(vec![one.clone()]);
+    }
+    let tool_name = shown(tool);
+    if callable.iter().any(|t| t == tool) {
+        eprintln!("runvil: {tool_name} of {name} is trusted already; nothing to approve");
+        return Err(EXIT_OK);
+    }
+    let which = match held.len() {
+        0 => "none of its tools is held".to_owned(),
+        _ => format!(
+            "the held ones are: {}",
+            review::names(held.iter().map(|t| t.name.as_str()))
+        ),
+    };
+    eprintln!("runvil: {name} holds no tool named {tool_name}; {which}");
+    Err(EXIT_INVALID)
+}
+
+/// The command that approves what this review showed, once read.
+fn again(asked: &Asked<'_>) -> String {
+    let tool = (asked.tool)
+        .map(|tool| format!(" {}", shown(tool)))
+        .unwrap_or_default();
+    format!("runvil trust {}{tool} --yes", shown(asked.namespace))
+}
+
+/// What to approve of the tools `chosen` shows, and what is said of those shown that are not:
+/// what the user answers on a terminal, or what `--yes` names.
+async fn decide(
+    pack: &Arc<dyn Pack>,
+    asked: &Asked<'_>,
+    chosen: &[HeldTool],
+) -> Result<(Vec<HeldTool>, Vec<String>), u8> {
+    let namespace = asked.namespace;
+    let again = again(asked);
+    match asked.yes {
         None => {
             let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
             if !terminal {
-                if let Err(e) = pack.reviewed(namespace, &chosen).await {
-                    eprintln!("runvil: {}", review_not_kept(&name, &e));
-                    return EXIT_OTHER;
+                if let Err(e) = pack.reviewed(namespace, chosen).await {
+                    eprintln!("runvil: {}", review_not_kept(&shown(namespace), &e));
+                    return Err(EXIT_OTHER);
                 }
                 eprintln!(
                     "runvil: nothing was approved: there is no terminal to ask on; once you \
                      have read the above, run `{again}`"
                 );
-                return EXIT_INVALID;
+                return Err(EXIT_INVALID);
             }
-            if !ask(&review::question(namespace, &chosen)).await {
+            if !ask(&review::question(namespace, chosen)).await {
                 eprintln!("runvil: nothing was approved");
-                return EXIT_OTHER;
+                return Err(EXIT_OTHER);
             }
-            (chosen.clone(), Vec::new())
+            Ok((chosen.to_vec(), Vec::new()))
         }
         Some([]) => {
             let (reviewed, not): (Vec<HeldTool>, Vec<HeldTool>) =
@@ -250,7 +268,7 @@ async fn review_and_approve(pack: &Arc<dyn Pack>, asked: &Asked<'_>) -> u8 {
                 .then(|| review::not_reviewed(namespace, &names, &again))
                 .into_iter()
                 .collect();
-            (reviewed, refused)
+            Ok((reviewed, refused))
         }
         Some(typed) => {
             let approving: Vec<HeldTool> = (chosen.iter())
@@ -261,23 +279,33 @@ async fn review_and_approve(pack: &Arc<dyn Pack>, asked: &Asked<'_>) -> u8 {
                 .filter(|pin| !chosen.iter().any(|tool| review::has_pin(tool, pin)))
                 .map(|pin| review::no_tool_with_pin(namespace, pin, &again))
                 .collect();
-            (approving, refused)
+            Ok((approving, refused))
         }
-    };
-    let approved = match approving.as_slice() {
+    }
+}
+
+/// Approves `approving` and says what became of each tool `chosen` showed; `refused` is what
+/// is said already of those not approved.
+async fn approve(
+    pack: &Arc<dyn Pack>,
+    asked: &Asked<'_>,
+    chosen: Vec<HeldTool>,
+    approving: &[HeldTool],
+    mut refused: Vec<String>,
+) -> Result<u8, u8> {
+    let namespace = asked.namespace;
+    let name = shown(namespace);
+    let approved = match approving {
         [] => Vec::new(),
-        approving => match pack.approve(namespace, approving).await {
-            Ok(approved) => approved,
-            Err(e) => {
-                eprintln!(
-                    "runvil: the approval of {name}'s tools could not be kept: {}",
-                    shown(&e.reason)
-                );
-                return EXIT_OTHER;
-            }
-        },
+        approving => pack.approve(namespace, approving).await.map_err(|e| {
+            eprintln!(
+                "runvil: the approval of {name}'s tools could not be kept: {}",
+                shown(&e.reason)
+            );
+            EXIT_OTHER
+        })?,
     };
-    let (done, not_done) = review::outcome(namespace, &approving, &approved);
+    let (done, not_done) = review::outcome(namespace, approving, &approved);
     refused.extend(not_done);
     if asked.yes.is_some() && !refused.is_empty() {
         // What was shown and not approved is what a later `--yes` may approve, once read.
@@ -291,11 +319,11 @@ async fn review_and_approve(pack: &Arc<dyn Pack>, asked: &Asked<'_>) -> u8 {
     for said in done.iter().chain(&refused) {
         eprintln!("runvil: {said}");
     }
-    if refused.is_empty() {
+    Ok(if refused.is_empty() {
         EXIT_OK
     } else {
         EXIT_OTHER
-    }
+    })
 }
 
 /// What is said when the review of `name`'s tools could not be recorded: no approval of

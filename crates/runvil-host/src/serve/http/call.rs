@@ -11,14 +11,16 @@
 
 use std::sync::Arc;
 
-use runvil_plugin::{CallOptions, ToolError, View};
+use runvil_plugin::{CallOptions, Progress, ToolError, View};
 use serde_json::{Map, Value, json};
+use tokio::sync::mpsc::Receiver;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::answer::{self, Answer, Events, Reply};
 use super::endpoint::Accepts;
+use super::in_flight::Registered;
 use super::limits::Admitted;
 use super::record::{Ended, Facts};
 use super::rpc::{self, INTERNAL_ERROR, INVALID_PARAMS};
@@ -71,30 +73,11 @@ pub(crate) async fn call(
         revision,
         session,
     } = call;
-    let name = params
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let offered = match server.served.find(name) {
-        Ok(offered) => offered,
-        Err(unknown) => {
-            let ended = Ended::Answered(Err(ToolError::Invalid(unknown.clone())));
-            let _ = server.record(Facts::unknown(&identity).line(&ended, Default::default()));
-            return answer::json(
-                hyper::StatusCode::OK,
-                &rpc::error(&id, INVALID_PARAMS, &unknown, None),
-            );
-        }
-    };
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(arguments)) => arguments.clone(),
-        Some(_) => {
-            let message = "the arguments of tools/call are not an object";
-            return answer::json(
-                hyper::StatusCode::OK,
-                &rpc::error(&id, INVALID_PARAMS, message, None),
-            );
+    let (offered, arguments) = match read(server, &identity, &params) {
+        Ok(read) => read,
+        Err(refused) => {
+            let error = rpc::error(&id, INVALID_PARAMS, &refused, None);
+            return answer::json(hyper::StatusCode::OK, &error);
         }
     };
     let facts = Facts::of(&identity, &server.gateway.policy, &offered.name, &arguments);
@@ -113,18 +96,15 @@ pub(crate) async fn call(
     // An event stream for a call whose progress was asked for, or for a client that takes
     // nothing else; any other answer is one JSON object.
     let streamed = accepts.events && (token.is_some() || !accepts.json);
-    let stream = match streamed {
-        true => match admitted.stream() {
-            Ok(place) => Some((token, place)),
-            Err(refused) => {
-                return answer::try_later(
-                    hyper::StatusCode::TOO_MANY_REQUESTS,
-                    refused.retry_after(),
-                    refused.text(),
-                );
-            }
-        },
-        false => None,
+    let place = match streamed.then(|| admitted.stream()).transpose() {
+        Ok(place) => place,
+        Err(refused) => {
+            return answer::try_later(
+                hyper::StatusCode::TOO_MANY_REQUESTS,
+                refused.retry_after(),
+                refused.text(),
+            );
+        }
     };
     let view: Arc<dyn View> = Arc::new(PolicyView {
         gateway: Arc::clone(&server.gateway),
@@ -134,55 +114,42 @@ pub(crate) async fn call(
     let registered = session.map(|s| server.in_flight.register(s.number, &id, cancel.clone()));
     let work = Work {
         server: Arc::clone(server),
-        offered: offered.clone(),
+        offered,
         arguments: Value::Object(arguments),
         view,
         facts,
-        cancel: cancel.clone(),
+        cancel,
+        registered,
+        id,
+        revision,
     };
-    // Dropped with the response (sent, or abandoned by a client that went away): the call
-    // ends with it.
-    let guard = cancel.drop_guard();
-    match stream {
-        Some((token, place)) => {
-            let (body, events) = Answer::events();
-            server.calls.spawn(async move {
-                let _registered = registered;
-                let progress = token.map(|token| (token, events.clone()));
-                if let Some(answer) = work.run(progress, &id, revision).await {
-                    events.send(&answer).await;
-                }
-            });
-            let reply = answer::stream(body);
-            answer::holding(reply, (admitted, place, guard))
-        }
-        None => {
-            let (sender, receiver) = oneshot::channel();
-            let id_of_call = id.clone();
-            server.calls.spawn(async move {
-                let _registered = registered;
-                let _ = sender.send(work.run(None, &id, revision).await);
-            });
-            let answer = receiver.await.unwrap_or_else(|_| {
-                let ended = "the call ended inside runvil";
-                Some(rpc::error(&Value::Null, INTERNAL_ERROR, ended, None))
-            });
-            drop(guard);
-            let reply = match answer {
-                Some(answer) => answer::json(hyper::StatusCode::OK, &answer),
-                // The client cancelled: it is not answered, so its stream ends empty.
-                None if accepts.events => answer::stream(Answer::empty()),
-                None => {
-                    let cancelled = "the call was cancelled";
-                    answer::json(
-                        hyper::StatusCode::OK,
-                        &rpc::error(&id_of_call, INTERNAL_ERROR, cancelled, None),
-                    )
-                }
-            };
-            answer::holding(reply, admitted)
-        }
+    match place {
+        Some(place) => work.streamed(token, (admitted, place)),
+        None => work.answered(admitted, accepts.events).await,
     }
+}
+
+/// The tool `params` names, as the caller's view offers it, and its arguments; else why the
+/// call is refused as invalid (an unknown tool's refusal has its audit line).
+fn read(
+    server: &Server,
+    identity: &Identity,
+    params: &Map<String, Value>,
+) -> Result<(Offered, Map<String, Value>), String> {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let offered = server.served.find(name).inspect_err(|unknown| {
+        let ended = Ended::Answered(Err(ToolError::Invalid(unknown.clone())));
+        let _ = server.record(Facts::unknown(identity).line(&ended, Default::default()));
+    })?;
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(arguments)) => arguments.clone(),
+        Some(_) => return Err("the arguments of tools/call are not an object".to_owned()),
+    };
+    Ok((offered.clone(), arguments))
 }
 
 /// A call, ready to run in its task.
@@ -193,18 +160,64 @@ struct Work {
     view: Arc<dyn View>,
     facts: Facts,
     cancel: CancellationToken,
+    /// Its place in the table of calls a 2025-11-25 session can end, while it runs.
+    registered: Option<Registered>,
+    id: Value,
+    revision: Revision,
 }
 
 impl Work {
+    /// Runs the call in its task with its progress and answer on an event stream, which holds
+    /// `held` (its admission) while it is open.
+    fn streamed(self, token: Option<Value>, held: impl Send + 'static) -> Reply {
+        let (body, events) = Answer::events();
+        // Dropped with the response (sent, or abandoned by a client that went away): the
+        // call ends with it.
+        let guard = self.cancel.clone().drop_guard();
+        let calls = self.server.calls.clone();
+        calls.spawn(async move {
+            let progress = token.map(|token| (token, events.clone()));
+            if let Some(answer) = self.run(progress).await {
+                events.send(&answer).await;
+            }
+        });
+        answer::holding(answer::stream(body), (held, guard))
+    }
+
+    /// Runs the call in its task and answers one JSON object (or, to a client that takes
+    /// events, an empty stream once it cancelled), holding `admitted` meanwhile.
+    async fn answered(self, admitted: Admitted, events: bool) -> Reply {
+        let guard = self.cancel.clone().drop_guard();
+        let id = self.id.clone();
+        let (sender, receiver) = oneshot::channel();
+        let calls = self.server.calls.clone();
+        calls.spawn(async move {
+            let _ = sender.send(self.run(None).await);
+        });
+        let answer = receiver.await.unwrap_or_else(|_| {
+            let ended = "the call ended inside runvil";
+            Some(rpc::error(&Value::Null, INTERNAL_ERROR, ended, None))
+        });
+        drop(guard);
+        let reply = match answer {
+            Some(answer) => answer::json(hyper::StatusCode::OK, &answer),
+            // The client cancelled: it is not answered, so its stream ends empty.
+            None if events => answer::stream(Answer::empty()),
+            None => {
+                let cancelled = "the call was cancelled";
+                answer::json(
+                    hyper::StatusCode::OK,
+                    &rpc::error(&id, INTERNAL_ERROR, cancelled, None),
+                )
+            }
+        };
+        answer::holding(reply, admitted)
+    }
+
     /// Runs the call to its end, with its progress on `events` under the client's token,
     /// writes its audit line, and answers the JSON-RPC message that ends it: none for a call
     /// its client cancelled.
-    async fn run(
-        self,
-        progress: Option<(Value, Events)>,
-        id: &Value,
-        revision: Revision,
-    ) -> Option<Value> {
+    async fn run(self, progress: Option<(Value, Events)>) -> Option<Value> {
         let Work {
             server,
             offered,
@@ -212,31 +225,20 @@ impl Work {
             view,
             facts,
             cancel,
+            registered: _registered,
+            id,
+            revision,
         } = self;
         let started = Instant::now();
         let mut options = CallOptions::default().with_view(view);
-        let mut forwarding = None;
-        if let Some((token, events)) = progress {
-            let (sink, mut notices) = progress_queue();
-            options = options.with_progress(sink);
-            forwarding = Some(async move {
-                while let Some(notice) = notices.recv().await {
-                    let mut params = json!({"progressToken": token, "progress": notice.progress});
-                    if let Some(total) = notice.total {
-                        params["total"] = json!(total);
-                    }
-                    if let Some(message) = notice.message {
-                        params["message"] = json!(message);
-                    }
-                    if !events
-                        .send(&rpc::notification("notifications/progress", params))
-                        .await
-                    {
-                        return; // the client is gone; the call's guard ends it
-                    }
-                }
-            });
-        }
+        let forwarding = match progress {
+            Some((token, events)) => {
+                let (sink, notices) = progress_queue();
+                options = options.with_progress(sink);
+                Some(forward(notices, token, events))
+            }
+            None => None,
+        };
         let bound = server.call_timeout;
         let answered = async {
             let call = server.served.call(&offered, arguments, options);
@@ -254,14 +256,13 @@ impl Work {
             },
             () = cancel.cancelled() => Ended::Cancelled,
         };
-        let line = facts.line(&ended, started.elapsed());
-        let kept = server.record(line);
+        let kept = server.record(facts.line(&ended, started.elapsed()));
         let outcome = match ended {
             // A call its client cancelled is not answered, as the specification asks; one
             // the drain ended is, so its client knows why.
             Ended::Cancelled if server.ended.is_cancelled() => {
                 let ended = "runvil is shutting down: the call was cancelled";
-                return Some(rpc::error(id, INTERNAL_ERROR, ended, None));
+                return Some(rpc::error(&id, INTERNAL_ERROR, ended, None));
             }
             Ended::Cancelled => return None,
             Ended::TimedOut => Err(ToolError::Transport(format!(
@@ -270,15 +271,33 @@ impl Work {
             ))),
             Ended::Answered(outcome) => outcome,
         };
-        Some(match kept {
-            Ok(()) => finished_message(id, revision, &outcome),
-            Err(e) => {
-                let withheld = Err(ToolError::Transport(format!(
-                    "runvil withheld this call's result: {e}"
-                )));
-                finished_message(id, revision, &withheld)
-            }
-        })
+        let outcome = match kept {
+            Ok(()) => outcome,
+            Err(e) => Err(ToolError::Transport(format!(
+                "runvil withheld this call's result: {e}"
+            ))),
+        };
+        Some(finished_message(&id, revision, &outcome))
+    }
+}
+
+/// Sends each progress notice of a call on `events`, under the client's `token`, until the
+/// call drops its sink or the client goes away (the call's guard then ends the call).
+async fn forward(mut notices: Receiver<Progress>, token: Value, events: Events) {
+    while let Some(notice) = notices.recv().await {
+        let mut params = json!({"progressToken": token, "progress": notice.progress});
+        if let Some(total) = notice.total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = notice.message {
+            params["message"] = json!(message);
+        }
+        if !events
+            .send(&rpc::notification("notifications/progress", params))
+            .await
+        {
+            return;
+        }
     }
 }
 

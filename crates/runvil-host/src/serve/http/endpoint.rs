@@ -22,7 +22,7 @@ use hyper::{Method, Request, StatusCode};
 use serde_json::Value;
 
 use super::answer::{self, Reply};
-use super::limits::Refused;
+use super::limits::{Admitted, Refused};
 use super::rpc::{self, INVALID_REQUEST, Message};
 use super::session::SESSION_REVISIONS;
 use super::{MCP_PATH, Server, health, legacy, modern};
@@ -91,33 +91,9 @@ async fn mcp(server: &Arc<Server>, request: Request<Incoming>) -> Reply {
             "a gateway without authentication answers only requests made to a loopback name",
         );
     }
-    let authorization = request
-        .headers()
-        .get(AUTHORIZATION)
-        .map(HeaderValue::as_bytes);
-    let identity = match server.gateway.gatekeeper.admit(authorization).await {
-        Ok(identity) => identity,
-        Err(refusal) => {
-            // The reason is the gatekeeper's, written never to hold the token.
-            tracing::info!(target: "runvil", reason = %refusal.reason, "a request was not let in");
-            let _ = server.record(AuditLine::unauthenticated());
-            let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::UNAUTHORIZED);
-            let mut reply = answer::text(status, "authentication required");
-            if let Ok(value) = HeaderValue::from_str(&refusal.www_authenticate) {
-                reply.headers_mut().insert(WWW_AUTHENTICATE, value);
-            }
-            return reply;
-        }
-    };
-    let admitted = match server.limits.admit(&identity.label()) {
-        Ok(admitted) => admitted,
-        Err(refused) => {
-            let status = match refused {
-                Refused::Identities => StatusCode::SERVICE_UNAVAILABLE,
-                _ => StatusCode::TOO_MANY_REQUESTS,
-            };
-            return answer::try_later(status, refused.retry_after(), refused.text());
-        }
+    let (identity, admitted) = match let_in(server, request.headers()).await {
+        Ok(let_in) => let_in,
+        Err(reply) => return reply,
     };
     if request.method() == Method::DELETE {
         return answer::holding(
@@ -175,10 +151,44 @@ async fn mcp(server: &Arc<Server>, request: Request<Incoming>) -> Reply {
     }
 }
 
+/// Who sent a request, from its `Authorization`, and its place within the gateway's bounds;
+/// else the answer that refuses it (an unauthenticated request has its audit line).
+async fn let_in(server: &Server, headers: &HeaderMap) -> Result<(Identity, Admitted), Reply> {
+    let authorization = headers.get(AUTHORIZATION).map(HeaderValue::as_bytes);
+    let identity = match server.gateway.gatekeeper.admit(authorization).await {
+        Ok(identity) => identity,
+        Err(refusal) => {
+            // The reason is the gatekeeper's, written never to hold the token.
+            tracing::info!(target: "runvil", reason = %refusal.reason, "a request was not let in");
+            let _ = server.record(AuditLine::unauthenticated());
+            let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::UNAUTHORIZED);
+            let mut reply = answer::text(status, "authentication required");
+            if let Ok(value) = HeaderValue::from_str(&refusal.www_authenticate) {
+                reply.headers_mut().insert(WWW_AUTHENTICATE, value);
+            }
+            return Err(reply);
+        }
+    };
+    match server.limits.admit(&identity.label()) {
+        Ok(admitted) => Ok((identity, admitted)),
+        Err(refused) => {
+            let status = match refused {
+                Refused::Identities => StatusCode::SERVICE_UNAVAILABLE,
+                _ => StatusCode::TOO_MANY_REQUESTS,
+            };
+            Err(answer::try_later(
+                status,
+                refused.retry_after(),
+                refused.text(),
+            ))
+        }
+    }
+}
+
 /// A POST of the MCP endpoint, read.
 pub(crate) struct Post {
     pub(crate) identity: Identity,
-    pub(crate) admitted: super::limits::Admitted,
+    pub(crate) admitted: Admitted,
     pub(crate) message: Message,
     pub(crate) accepts: Accepts,
     pub(crate) headers: HeaderMap,
