@@ -26,6 +26,7 @@ use tokio::time::Instant;
 use tokio_postgres::{Client, Connection, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::backoff::Backoff;
 use crate::listen::{self, Change};
 use crate::{Dsn, Error, migrations};
 
@@ -62,7 +63,7 @@ pub struct Database {
 struct Shared {
     client: Option<Arc<Client>>,
     retry_at: Option<Instant>,
-    backoff: Duration,
+    backoff: Backoff,
 }
 
 impl Database {
@@ -116,7 +117,7 @@ impl Database {
             shared: Mutex::new(Shared {
                 client: None,
                 retry_at: None,
-                backoff: RECONNECT_FIRST,
+                backoff: Backoff::FIRST,
             }),
             changes,
             listener: std::sync::Mutex::new(None),
@@ -137,13 +138,12 @@ impl Database {
     pub(crate) async fn reached(&self) {
         let mut shared = self.shared.lock().await;
         shared.retry_at = None;
-        shared.backoff = RECONNECT_FIRST;
+        shared.backoff = Backoff::FIRST;
     }
 
     /// An attempt to connect failed: the next waits out the backoff, which doubles.
     fn failed_attempt(&self, shared: &mut Shared) {
-        shared.retry_at = Some(Instant::now() + shared.backoff);
-        shared.backoff = (shared.backoff * 2).min(RECONNECT_MAX);
+        shared.retry_at = Some(Instant::now() + shared.backoff.next());
     }
 
     /// The database, as runvil names it (never its password).
@@ -206,7 +206,7 @@ impl Database {
                 let client = Arc::new(client);
                 shared.client = Some(Arc::clone(&client));
                 shared.retry_at = None;
-                shared.backoff = RECONNECT_FIRST;
+                shared.backoff = Backoff::FIRST;
                 Ok(client)
             }
             Err(error) => {

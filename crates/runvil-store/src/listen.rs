@@ -3,8 +3,9 @@
 //! an administrator writing a row). Each notice becomes a [`Change`] for whoever subscribed
 //! ([`Database::changes`]), so a cached record is dropped and read again at its next use.
 //!
-//! A lost connection is made again with a backoff from [`RECONNECT_FIRST`] to
-//! [`RECONNECT_MAX`]. Notices sent while it was away are lost, so each time it listens
+//! A lost connection is made again with a backoff from
+//! [`RECONNECT_FIRST`](crate::database::RECONNECT_FIRST) to
+//! [`RECONNECT_MAX`](crate::database::RECONNECT_MAX). Notices sent while it was away are lost, so each time it listens
 //! (again) it sends [`Change::Everything`]: every cached record is to be read anew, and what
 //! waits for the database (the audit lines) goes at once. Its loss and its return are said in
 //! the log, once each: they are the database's.
@@ -13,7 +14,7 @@ use std::sync::Weak;
 
 use tokio_postgres::AsyncMessage;
 
-use crate::database::{RECONNECT_FIRST, RECONNECT_MAX};
+use crate::backoff::Backoff;
 use crate::{Database, Kind};
 
 /// The channel the trigger notifies.
@@ -60,7 +61,7 @@ impl Change {
 
 /// Listens until the database is dropped, connecting again whenever the connection is lost.
 pub(crate) async fn run(database: Weak<Database>) {
-    let mut backoff = RECONNECT_FIRST;
+    let mut backoff = Backoff::FIRST;
     // Whether the database was found away, and not reached since: said once each way.
     let mut away = false;
     loop {
@@ -106,7 +107,7 @@ pub(crate) async fn run(database: Weak<Database>) {
                 () = drive => {}
                 () = listen => {}
             }
-            backoff = RECONNECT_FIRST;
+            backoff = Backoff::FIRST;
             tracing::debug!("the store's change notices stopped; listening again");
         }
         if !away && let Some(database) = database.upgrade() {
@@ -118,8 +119,7 @@ pub(crate) async fn run(database: Weak<Database>) {
                 database.describe()
             );
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(RECONNECT_MAX);
+        tokio::time::sleep(backoff.next()).await;
     }
 }
 
