@@ -33,6 +33,7 @@ pub(crate) use policy::Policy;
 use runvil_store::{Database, Instance};
 
 use crate::cli::GatewayArgs;
+use crate::record_file;
 
 /// The most bytes a file of the gateway's settings (`--api-keys`, `--policy`) may hold: far
 /// more than thousands of keys or rules, and a bound on a file that never ends.
@@ -84,14 +85,45 @@ impl fmt::Display for GatewayError {
 }
 
 /// Reads a file of the gateway's settings whole, within [`MAX_SETTINGS_FILE_BYTES`].
+///
+/// These files say who gets in and what each may use, so one that another user may change
+/// (its owner, its permissions, or its folder's) is refused, as the audit and key files are.
+/// Others may read them: the keys file holds only hashes of keys, and a policy is often kept
+/// in a shared checkout.
 fn read_settings_file(path: &std::path::Path) -> Result<String, GatewayError> {
     use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    record_file::check_folder(path, "gateway's settings")
+        .map_err(|e| GatewayError::file(path, e))?;
     let file = std::fs::File::open(path).map_err(|e| GatewayError::file(path, e.to_string()))?;
+    // Checked on what was opened, not on the name, so nothing can be swapped in between.
     let metadata = file
         .metadata()
         .map_err(|e| GatewayError::file(path, e.to_string()))?;
     if !metadata.is_file() {
         return Err(GatewayError::file(path, "not a file"));
+    }
+    if let Some(owner) = record_file::foreign_owner(&metadata) {
+        let chown = format!(
+            "run `chown {} {}`",
+            record_file::running_user(),
+            path.display()
+        );
+        return Err(GatewayError::file(
+            path,
+            format!("another user may change it ({owner}); {chown}"),
+        ));
+    }
+    let mode = metadata.permissions().mode();
+    if mode & record_file::OTHERS_WRITE != 0 {
+        return Err(GatewayError::file(
+            path,
+            format!(
+                "other users may change it (its permissions are {:o}); run `chmod go-w {}`",
+                mode & 0o777,
+                path.display()
+            ),
+        ));
     }
     let mut text = String::new();
     // One byte past the cap tells a file at the cap from a longer one.

@@ -39,7 +39,7 @@ const OTHERS: u32 = 0o077;
 /// Of those, the ones that let another user read it.
 const OTHERS_READ: u32 = 0o044;
 /// The permission bits that let another user add, replace or remove a file in a folder.
-const OTHERS_WRITE: u32 = 0o022;
+pub(crate) const OTHERS_WRITE: u32 = 0o022;
 /// The sticky bit: in a folder that has it, only a file's owner may replace or remove it.
 const STICKY: u32 = 0o1000;
 

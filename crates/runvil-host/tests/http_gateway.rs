@@ -626,6 +626,46 @@ fn an_audit_file_others_may_read_is_refused_at_start() {
     );
 }
 
+/// The files that say who gets in and what each may use are refused at start when other users
+/// may change them (others may read them: the keys file holds only hashes), and used when
+/// only their owner may.
+#[test]
+fn a_keys_or_policy_file_others_may_change_is_refused_at_start() {
+    let dir = Temp::dir();
+    let keys = dir.write("api-keys", "");
+    let policy = dir.write("policy.json", POLICY);
+    let config = config_of(&[]);
+    let key = key_path();
+    let serve = |flag: &str, file: &Path| {
+        runvil(&[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--config",
+            config.arg(),
+            "--session-key-file",
+            key.to_str().expect("UTF-8"),
+            flag,
+            file.to_str().expect("UTF-8"),
+        ])
+    };
+    for (flag, file) in [("--api-keys", &keys), ("--policy", &policy)] {
+        for bits in [0o620, 0o602] {
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(bits)).expect("chmod");
+            let out = serve(flag, file);
+            assert_eq!(out.status.code(), Some(1), "{flag} {bits:o}");
+            assert_eq!(
+                text(&out.stderr),
+                format!(
+                    "runvil: {0}: other users may change it (its permissions are {bits:o}); run \
+                     `chmod go-w {0}`\n",
+                    file.display()
+                )
+            );
+        }
+    }
+}
+
 /// RFC 8785's form of a JSON value, as the gateway hashes arguments: here only objects of
 /// strings, whose canonical form is sorted keys without spaces.
 fn serde_json_canonical(value: &Value) -> String {
