@@ -4,19 +4,24 @@
 //! never replaced, unlike the record file itself, whose atomic rename would leave a lock on
 //! the old inode. The system releases the lock when the process ends, however it ends.
 //!
-//! A wait for another process's lock is bounded ([`LOCK_WAIT`]): the lock is taken on a
-//! thread of its own, which gives up the lock at once if it gets it after the wait ran out.
+//! A wait for another process's lock is bounded ([`LOCK_WAIT`]): the lock is tried again every
+//! [`LOCK_POLL`] until it is free or the wait runs out, on the caller's own thread, so a wait
+//! that gave up leaves nothing behind still waiting. A lock file another user owns is refused,
+//! as the record file would be: they could hold it for ever.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::record_file::{DIR_MODE, FILE_MODE};
+use crate::record_file::{self, DIR_MODE, FILE_MODE};
 
 /// The longest a process waits for another's lock (its refresh) to end.
 pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// How often a waiting process tries the lock again: a refresh holds it for about a round
+/// trip to the authorization server, so this adds little to a wait and costs nothing.
+const LOCK_POLL: Duration = Duration::from_millis(20);
 
 /// The lock file of the record file at `path`: `credentials.json.lock`.
 pub(crate) fn lock_path(path: &Path) -> PathBuf {
@@ -45,24 +50,31 @@ pub(crate) fn lock(path: &Path, wait: Duration) -> Result<File, String> {
         .mode(FILE_MODE)
         .open(&at)
         .map_err(|e| format!("cannot lock {shown}: {e}"))?;
-    match file.try_lock() {
-        Ok(()) => return Ok(file),
-        Err(TryLockError::WouldBlock) => {}
-        Err(TryLockError::Error(e)) => return Err(format!("cannot lock {shown}: {e}")),
+    let metadata = file
+        .metadata()
+        .map_err(|e| format!("cannot lock {shown}: {e}"))?;
+    if let Some(owner) = record_file::foreign_owner(&metadata) {
+        return Err(format!(
+            "{shown} may be held for ever by another user ({owner}); run `chown {} {shown}` or \
+             remove it",
+            record_file::running_user()
+        ));
     }
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        let locked = file.lock().map(|()| file);
-        // After the wait ran out nobody receives it: the file is dropped, and the lock with it.
-        let _ = sender.send(locked);
-    });
-    match receiver.recv_timeout(wait) {
-        Ok(Ok(file)) => Ok(file),
-        Ok(Err(e)) => Err(format!("cannot lock {shown}: {e}")),
-        Err(_) => Err(format!(
-            "{shown} was held by another runvil for longer than {} s",
-            wait.as_secs()
-        )),
+    let deadline = Instant::now() + wait;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(TryLockError::WouldBlock) => {}
+            Err(TryLockError::Error(e)) => return Err(format!("cannot lock {shown}: {e}")),
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "{shown} was held by another runvil for longer than {} s",
+                wait.as_secs()
+            ));
+        }
+        std::thread::sleep(left.min(LOCK_POLL));
     }
 }
 
@@ -91,6 +103,39 @@ mod tests {
             waiter.join().expect("joined"),
             Ok(()),
             "the next holder got it"
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_lock_file_another_user_owns_is_refused() {
+        const ANOTHER_USER: u32 = 65_534;
+        if !rustix::process::geteuid().is_root() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "a_lock_file_another_user_owns_is_refused must run as root under CI=true"
+            );
+            // Straight to stderr: the harness hides `eprintln!` of a passing test.
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                b"skipped a_lock_file_another_user_owns_is_refused: it needs root\n",
+            );
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("runvil-lock-owner-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let path = dir.join("credentials.json");
+        drop(lock(&path, LOCK_WAIT).expect("locked"));
+        let at = lock_path(&path);
+        std::os::unix::fs::chown(&at, Some(ANOTHER_USER), None).expect("chown");
+        let error = lock(&path, LOCK_WAIT).expect_err("refused");
+        assert_eq!(
+            error,
+            format!(
+                "{0} may be held for ever by another user (its owner is user {ANOTHER_USER}, and \
+                 runvil runs as user 0); run `chown 0 {0}` or remove it",
+                at.display()
+            )
         );
         let _ = fs::remove_dir_all(&dir);
     }
