@@ -201,10 +201,9 @@ policy! {
     /// Names listed in one model-readable error (known namespaces, a server's tools).
     const MAX_NAMES_IN_ERROR: usize = 50 => plain;
 
-    /// The most edits (characters inserted, removed or replaced) between a misspelled namespace or
-    /// tool name and the name an error suggests (`did you mean echo?`); never more than half the
-    /// misspelled name. Further off, a suggestion is a guess.
-    const MAX_SUGGESTION_EDITS: usize = 3 => plain;
+    /// The most edits between a misspelled namespace or tool name and the name an error suggests
+    /// (`did you mean echo?`): the contract's, which runvil uses too, so both suggest alike.
+    const MAX_SUGGESTION_EDITS: usize = runvil_plugin::MAX_SUGGESTION_EDITS => plain;
 
     /// Argument-schema violations listed in one model-readable error.
     const MAX_VIOLATIONS_IN_ERROR: usize = 5 => plain;

@@ -7,9 +7,9 @@
 use std::time::Duration;
 
 /// The most edits between a misspelled namespace and the one `runvil` suggests before any
-/// server is contacted (`runvil tools dcos`: `did you mean docs?`), as the Pack's own
-/// `MAX_SUGGESTION_EDITS` does for the names it lists, so both suggest alike.
-pub(crate) const MAX_SUGGESTION_EDITS: usize = 3;
+/// server is contacted (`runvil tools dcos`: `did you mean docs?`): the contract's, which the
+/// Pack uses for the names it lists, so both suggest alike.
+pub(crate) const MAX_SUGGESTION_EDITS: usize = runvil_plugin::MAX_SUGGESTION_EDITS;
 
 /// How long `runvil serve`'s first listing of every server waits for each one's first attempt
 /// to connect to end, when `--wait` is not given: a one-shot client (an inspector's command

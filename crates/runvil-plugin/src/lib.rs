@@ -57,7 +57,7 @@ pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};
 pub use status::{BackendState, BackendStatus, Progress, ProgressSink, StatusReceiver};
 pub use store::StoreError;
-pub use suggest::nearest;
+pub use suggest::{MAX_SUGGESTION_EDITS, nearest};
 pub use trust::{
     Excerpt, FieldChange, Held, HeldTool, PIN_STORE, PinStore, Saved, Stored, TRUST_HINT, Version,
 };

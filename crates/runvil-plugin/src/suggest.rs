@@ -11,6 +11,11 @@
 //! name's length times `2 × max_edits + 1`, and a name whose length differs by more costs
 //! nothing.
 
+/// The most edits (characters inserted, removed or replaced) between a misspelled name and the
+/// name a Host or a Pack suggests for it (`did you mean echo?`); never more than half the
+/// misspelled name. Further off, a suggestion is a guess. One value, so both suggest alike.
+pub const MAX_SUGGESTION_EDITS: usize = 3;
+
 /// The name of `names` nearest to `typed`, when it is within `max_edits` edits and the edits
 /// are at most half of `typed` (so `x` suggests nothing, whatever is one letter): the first of
 /// the nearest, in the order given. `None` when none is that near, or `typed` is one of them.
