@@ -57,7 +57,7 @@ pub(crate) const MAX_AUDIT_FOLLOW_GAPS: usize = 10_000;
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use runvil_store::database;
+    use runvil_store::{backoff, database};
 
     /// The `(name, value)` of each row of a policy page's tables whose first two cells are
     /// code: how `policy/runvil.md` and `policy/gateway.md` are held to the code.
@@ -94,9 +94,9 @@ pub(crate) mod tests {
             ("MAX_AUDIT_FOLLOW_GAPS", MAX_AUDIT_FOLLOW_GAPS.to_string()),
             (
                 "RECONNECT_FIRST",
-                format!("{} ms", database::RECONNECT_FIRST.as_millis()),
+                format!("{} ms", backoff::RECONNECT_FIRST.as_millis()),
             ),
-            ("RECONNECT_MAX", secs(database::RECONNECT_MAX)),
+            ("RECONNECT_MAX", secs(backoff::RECONNECT_MAX)),
             ("STATEMENT_DEADLINE", secs(database::STATEMENT_DEADLINE)),
             (
                 "CONNECT_DEADLINE",

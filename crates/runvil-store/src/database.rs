@@ -3,7 +3,8 @@
 //! - One shared connection carries the single statements (records, audit lines): the client
 //!   pipelines concurrent statements on it, so no pool is needed for them. When it is lost,
 //!   the next statement connects again, but not sooner than the backoff allows (from
-//!   [`RECONNECT_FIRST`], doubling, capped at [`RECONNECT_MAX`]): meanwhile statements fail at
+//!   [`RECONNECT_FIRST`](crate::backoff::RECONNECT_FIRST), doubling, capped at
+//!   [`RECONNECT_MAX`](crate::backoff::RECONNECT_MAX)): meanwhile statements fail at
 //!   once with [`Error::Unreachable`] rather than wait, so a caller serving from its cache is
 //!   not held up by a database that is away.
 //! - A transaction gets a connection of its own ([`Database::connect`]), closed after it: the
@@ -30,12 +31,6 @@ use crate::backoff::Backoff;
 use crate::listen::{self, Change};
 use crate::{Dsn, Error, migrations};
 
-/// The wait before the first attempt to connect again after a connection was lost or an
-/// attempt failed.
-pub const RECONNECT_FIRST: Duration = Duration::from_millis(250);
-/// The longest wait between attempts: a database back after an outage is used again within
-/// this long.
-pub const RECONNECT_MAX: Duration = Duration::from_secs(10);
 /// The longest one statement may take: a database that hangs fails the statement rather than
 /// the call that needed it.
 pub const STATEMENT_DEADLINE: Duration = Duration::from_secs(10);
@@ -143,7 +138,7 @@ impl Database {
 
     /// An attempt to connect failed: the next waits out the backoff, which doubles.
     fn failed_attempt(&self, shared: &mut Shared) {
-        shared.retry_at = Some(Instant::now() + shared.backoff.next());
+        shared.retry_at = Some(Instant::now() + shared.backoff.wait());
     }
 
     /// The database, as runvil names it (never its password).
@@ -283,6 +278,7 @@ impl Drop for Database {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backoff::{RECONNECT_FIRST, RECONNECT_MAX};
 
     /// RECONNECT_FIRST, RECONNECT_MAX: after each failed attempt the next waits twice as long,
     /// from the first wait up to the cap and never past it; meanwhile statements fail at once,

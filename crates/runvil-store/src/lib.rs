@@ -22,8 +22,8 @@
 //!
 //! - [`dsn`]: the connection string, parsed once, its password never shown.
 //! - [`database`]: the connections (one shared, pipelined; one per hold; one listening),
-//!   reconnection with a backoff (`backoff`, which the listener keeps too) capped at
-//!   [`database::RECONNECT_MAX`], the deadlines; a
+//!   reconnection with a backoff ([`backoff`], which the listener keeps too) capped at
+//!   [`backoff::RECONNECT_MAX`], the deadlines; a
 //!   database away when `runvil serve` starts is migrated at its first statement once reached
 //!   ([`Database::start`]).
 //! - [`migrations`]: the schema, created and migrated by runvil, refused when newer.
@@ -39,7 +39,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod audit;
-mod backoff;
+pub mod backoff;
 pub mod credentials;
 pub mod database;
 pub mod dsn;
@@ -52,6 +52,7 @@ pub mod sealed;
 pub mod sessions;
 
 pub use audit::{AuditQuery, AuditRow, Instance, KeptRow};
+pub use backoff::Backoff;
 pub use credentials::SealedCredentials;
 pub use database::Database;
 pub use dsn::Dsn;

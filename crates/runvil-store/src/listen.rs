@@ -4,8 +4,8 @@
 //! ([`Database::changes`]), so a cached record is dropped and read again at its next use.
 //!
 //! A lost connection is made again with a backoff from
-//! [`RECONNECT_FIRST`](crate::database::RECONNECT_FIRST) to
-//! [`RECONNECT_MAX`](crate::database::RECONNECT_MAX). Notices sent while it was away are lost, so each time it listens
+//! [`RECONNECT_FIRST`](crate::backoff::RECONNECT_FIRST) to
+//! [`RECONNECT_MAX`](crate::backoff::RECONNECT_MAX). Notices sent while it was away are lost, so each time it listens
 //! (again) it sends [`Change::Everything`]: every cached record is to be read anew, and what
 //! waits for the database (the audit lines) goes at once. Its loss and its return are said in
 //! the log, once each: they are the database's.
@@ -119,7 +119,7 @@ pub(crate) async fn run(database: Weak<Database>) {
                 database.describe()
             );
         }
-        tokio::time::sleep(backoff.next()).await;
+        tokio::time::sleep(backoff.wait()).await;
     }
 }
 

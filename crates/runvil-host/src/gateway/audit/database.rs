@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use runvil_plugin::BoxFuture;
-use runvil_store::database::{RECONNECT_FIRST, RECONNECT_MAX};
+use runvil_store::Backoff;
 use runvil_store::{AuditRow, Change, Database, Instance};
 use tokio::sync::Notify;
 use tokio_util::task::AbortOnDropHandle;
@@ -179,7 +179,7 @@ impl AuditSink for DatabaseSink {
 /// Keeps what waits on `queue` in `database`, batch by batch, until the sink is dropped.
 async fn write(queue: Arc<Queue>, database: Arc<Database>) {
     let mut changes = database.changes();
-    let mut wait = RECONNECT_FIRST;
+    let mut backoff = Backoff::FIRST;
     loop {
         let batch: Vec<AuditRow> = (queue.lines().iter())
             .take(AUDIT_STORE_BATCH_LINES)
@@ -193,7 +193,7 @@ async fn write(queue: Arc<Queue>, database: Arc<Database>) {
         match database.append_audit(&batch).await {
             Ok(_) => {
                 queue.lines().drain(..batch.len());
-                wait = RECONNECT_FIRST;
+                backoff = Backoff::FIRST;
                 let was = queue
                     .failing
                     .lock()
@@ -219,8 +219,7 @@ async fn write(queue: Arc<Queue>, database: Arc<Database>) {
                 }
                 *queue.failing.lock().unwrap_or_else(PoisonError::into_inner) = Some(why);
                 // Again after the wait, or as soon as the listener reaches the database.
-                retry_after(wait, &mut changes).await;
-                wait = (wait * 2).min(RECONNECT_MAX);
+                retry_after(backoff.wait(), &mut changes).await;
             }
         }
     }
