@@ -214,7 +214,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use crate::record_file::{DIR_MODE, FILE_MODE};
+    use crate::file_owner::{DIR_MODE, FILE_MODE};
 
     fn store(dir: &Path) -> FileStore {
         FileStore::at(dir.join("state/runvil/credentials.json"))

@@ -33,7 +33,7 @@ pub(crate) use policy::Policy;
 use runvil_store::{Database, Instance};
 
 use crate::cli::GatewayArgs;
-use crate::record_file;
+use crate::file_owner;
 
 /// The most bytes a file of the gateway's settings (`--api-keys`, `--policy`) may hold: far
 /// more than thousands of keys or rules, and a bound on a file that never ends.
@@ -93,7 +93,7 @@ impl fmt::Display for GatewayError {
 fn read_settings_file(path: &std::path::Path) -> Result<String, GatewayError> {
     use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
-    record_file::check_folder(path, "gateway's settings")
+    file_owner::check_folder(path, "gateway's settings")
         .map_err(|e| GatewayError::file(path, e))?;
     let file = std::fs::File::open(path).map_err(|e| GatewayError::file(path, e.to_string()))?;
     // Checked on what was opened, not on the name, so nothing can be swapped in between.
@@ -103,10 +103,10 @@ fn read_settings_file(path: &std::path::Path) -> Result<String, GatewayError> {
     if !metadata.is_file() {
         return Err(GatewayError::file(path, "not a file"));
     }
-    if let Some(owner) = record_file::foreign_owner(&metadata) {
+    if let Some(owner) = file_owner::foreign_owner(&metadata) {
         let chown = format!(
             "run `chown {} {}`",
-            record_file::running_user(),
+            file_owner::running_user(),
             path.display()
         );
         return Err(GatewayError::file(
@@ -115,7 +115,7 @@ fn read_settings_file(path: &std::path::Path) -> Result<String, GatewayError> {
         ));
     }
     let mode = metadata.permissions().mode();
-    if mode & record_file::OTHERS_WRITE != 0 {
+    if mode & file_owner::OTHERS_WRITE != 0 {
         return Err(GatewayError::file(
             path,
             format!(

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use zeroize::Zeroizing;
 
-use crate::record_file::{self, DIR_MODE, FILE_MODE};
+use crate::file_owner::{self, DIR_MODE, FILE_MODE};
 
 /// The key's length in bytes.
 pub(crate) const KEY_BYTES: usize = 32;
@@ -55,7 +55,7 @@ fn read(path: &Path, flag: &str) -> Result<Zeroizing<[u8; KEY_BYTES]>, String> {
             mode & 0o777
         ));
     }
-    if metadata.uid() != record_file::running_user() {
+    if metadata.uid() != file_owner::running_user() {
         return Err(format!(
             "{flag}: {shown} belongs to another user (uid {}), who could change it",
             metadata.uid()

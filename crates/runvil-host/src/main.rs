@@ -38,6 +38,7 @@ mod demo;
 mod disable;
 mod discovery;
 mod edit;
+mod file_owner;
 mod gateway;
 mod host;
 mod key_file;

@@ -159,7 +159,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::record_file::{DIR_MODE, FILE_MODE};
+    use crate::file_owner::{DIR_MODE, FILE_MODE};
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("runvil-pins-{name}-{}", std::process::id()));

@@ -14,7 +14,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::record_file::{self, DIR_MODE, FILE_MODE};
+use crate::file_owner::{self, DIR_MODE, FILE_MODE};
 
 /// The longest a process waits for another's lock (its refresh) to end.
 pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(30);
@@ -53,11 +53,11 @@ pub(crate) fn lock(path: &Path, wait: Duration) -> Result<File, String> {
     let metadata = file
         .metadata()
         .map_err(|e| format!("cannot lock {shown}: {e}"))?;
-    if let Some(owner) = record_file::foreign_owner(&metadata) {
+    if let Some(owner) = file_owner::foreign_owner(&metadata) {
         return Err(format!(
             "{shown} may be held for ever by another user ({owner}); run `chown {} {shown}` or \
              remove it",
-            record_file::running_user()
+            file_owner::running_user()
         ));
     }
     let deadline = Instant::now() + wait;

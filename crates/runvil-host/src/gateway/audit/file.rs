@@ -28,8 +28,8 @@ use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 use super::{AuditError, AuditLine, AuditSink};
+use crate::file_owner;
 use crate::gateway::GatewayError;
-use crate::record_file;
 
 /// The size at which the file is rotated: a few hundred thousand lines.
 pub(crate) const MAX_AUDIT_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -158,7 +158,7 @@ fn open_append(path: &Path) -> Result<File, GatewayError> {
     let error = |problem: String| GatewayError::file(path, problem);
     // As runvil's record files: a folder another user owns or may write in could have the
     // trail replaced or removed under the gateway.
-    record_file::check_folder(path, "audit file")
+    file_owner::check_folder(path, "audit file")
         .map_err(|problem| GatewayError::flag("--audit", problem))?;
     if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
         fs::DirBuilder::new()
@@ -178,10 +178,10 @@ fn open_append(path: &Path) -> Result<File, GatewayError> {
     if !metadata.is_file() {
         return Err(error("not a file".into()));
     }
-    if let Some(owner) = record_file::foreign_owner(&metadata) {
+    if let Some(owner) = file_owner::foreign_owner(&metadata) {
         return Err(error(format!(
             "another user may change it ({owner}); run `chown {} {}`",
-            record_file::running_user(),
+            file_owner::running_user(),
             path.display()
         )));
     }
