@@ -3,10 +3,9 @@
 //! rather than a silently ignored flag.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-
-use crate::serve;
 
 const AFTER_HELP: &str = "\
 Configuration:
@@ -322,8 +321,8 @@ pub(crate) enum Command {
         #[arg(long, short = 'f')]
         follow: bool,
         /// Only lines of the last DURATION: 30s, 10m, 2h, 7d.
-        #[arg(long, value_name = "DURATION", value_parser = crate::gateway::parse_duration)]
-        since: Option<std::time::Duration>,
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        since: Option<Duration>,
         /// Only calls to this namespace.
         #[arg(long = "ns", value_name = "NS")]
         namespace: Option<String>,
@@ -379,26 +378,26 @@ pub(crate) struct HttpArgs {
     #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
     pub(crate) tls_key: Option<PathBuf>,
     /// Seconds calls in flight get to finish after SIGTERM before they are cancelled.
-    #[arg(long, value_name = "SECS", default_value_t = serve::http::DEFAULT_DRAIN_SECS)]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_DRAIN_SECS)]
     pub(crate) drain: u64,
     /// The longest a call may take, its wait for the server included.
-    #[arg(long, value_name = "SECS", default_value_t = serve::http::DEFAULT_CALL_TIMEOUT_SECS,
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_CALL_TIMEOUT_SECS,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) call_timeout: u64,
     /// Requests a second each identity may make, over time.
-    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_RATE,
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_RATE,
         value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) rate: u32,
     /// Requests each identity may make at once after a pause.
-    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_BURST,
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BURST,
         value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) burst: u32,
     /// Requests of one identity in flight at once.
-    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_MAX_REQUESTS,
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS,
         value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_requests: u32,
     /// Calls of one identity answering with their progress (an event stream) at once.
-    #[arg(long, value_name = "N", default_value_t = serve::http::DEFAULT_MAX_STREAMS,
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STREAMS,
         value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_streams: u32,
 }
@@ -531,4 +530,75 @@ impl std::fmt::Debug for SecretText {
 /// error; `store` parses it, with errors of its own that never show it.
 fn secret_text(text: &str) -> Result<SecretText, std::convert::Infallible> {
     Ok(SecretText(zeroize::Zeroizing::new(text.to_owned())))
+}
+
+// The gateway's defaults: flags' values, kept here with the flags so that nothing the command
+// line needs is imported from what it configures.
+
+/// The default of `--rate`: requests a second each identity may make, over time.
+pub(crate) const DEFAULT_RATE: u32 = 20;
+/// The default of `--burst`: requests an identity may make at once after a pause.
+pub(crate) const DEFAULT_BURST: u32 = 100;
+/// The default of `--max-requests`: requests of one identity in flight at once (a call
+/// counts until its answer is sent).
+pub(crate) const DEFAULT_MAX_REQUESTS: u32 = 32;
+/// The default of `--max-streams`: event streams (calls answered with their progress) one
+/// identity holds open at once.
+pub(crate) const DEFAULT_MAX_STREAMS: u32 = 16;
+
+/// The default of `--drain`: seconds calls in flight get to finish after SIGTERM.
+pub(crate) const DEFAULT_DRAIN_SECS: u64 = 30;
+/// The default of `--call-timeout`: the longest a call may take through the gateway, its wait
+/// for the server included. The Pack's own bound on a call is the same five minutes, counted
+/// from after the wait, so the gateway's comes first and is the one the audit trail calls
+/// `timeout`.
+pub(crate) const DEFAULT_CALL_TIMEOUT_SECS: u64 = 300;
+
+/// `--since`'s value: a whole number and a unit, `30s`, `10m`, `2h` or `7d`.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?} is not a duration such as 30s, 10m, 2h or 7d");
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    number
+        .checked_mul(seconds)
+        .map(Duration::from_secs)
+        .ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_a_number_and_a_unit() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(604_800)));
+        for bad in [
+            "",
+            "10",
+            "m",
+            "1.5h",
+            "10 m",
+            "-1d",
+            "1w",
+            "18446744073709551615d",
+        ] {
+            assert_eq!(
+                parse_duration(bad),
+                Err(format!(
+                    "{bad:?} is not a duration such as 30s, 10m, 2h or 7d"
+                ))
+            );
+        }
+    }
 }

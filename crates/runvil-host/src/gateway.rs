@@ -23,7 +23,7 @@ pub(crate) use api_keys::new_key;
 pub(crate) use audit::{
     AuditError, AuditLine, AuditSink, DatabaseSink, FileSink, Outcome, args_sha256,
     default_audit_path,
-    read::{Filter, parse_duration, read as read_audit},
+    read::{Filter, read as read_audit},
     read_database::read as read_audit_store,
 };
 pub(crate) use gatekeeper::{Gatekeeper, GatekeeperSettings};
@@ -255,6 +255,7 @@ mod tests {
 
     /// Every limit of the gateway, as `policy/gateway.md` writes it.
     fn limits() -> Vec<(&'static str, String)> {
+        use crate::cli;
         use crate::serve::http;
         let secs = |d: std::time::Duration| format!("{} s", d.as_secs());
         let algorithms: Vec<String> = issuer::ACCEPTED_ALGORITHMS
@@ -311,17 +312,17 @@ mod tests {
             ("SEND_TIMEOUT", secs(http::SEND_TIMEOUT)),
             ("MAX_CONNECTIONS", http::MAX_CONNECTIONS.to_string()),
             ("MAX_IDENTITIES", http::MAX_IDENTITIES.to_string()),
-            ("DEFAULT_RATE", http::DEFAULT_RATE.to_string()),
-            ("DEFAULT_BURST", http::DEFAULT_BURST.to_string()),
+            ("DEFAULT_RATE", cli::DEFAULT_RATE.to_string()),
+            ("DEFAULT_BURST", cli::DEFAULT_BURST.to_string()),
             (
                 "DEFAULT_MAX_REQUESTS",
-                http::DEFAULT_MAX_REQUESTS.to_string(),
+                cli::DEFAULT_MAX_REQUESTS.to_string(),
             ),
-            ("DEFAULT_MAX_STREAMS", http::DEFAULT_MAX_STREAMS.to_string()),
-            ("DEFAULT_DRAIN_SECS", http::DEFAULT_DRAIN_SECS.to_string()),
+            ("DEFAULT_MAX_STREAMS", cli::DEFAULT_MAX_STREAMS.to_string()),
+            ("DEFAULT_DRAIN_SECS", cli::DEFAULT_DRAIN_SECS.to_string()),
             (
                 "DEFAULT_CALL_TIMEOUT_SECS",
-                http::DEFAULT_CALL_TIMEOUT_SECS.to_string(),
+                cli::DEFAULT_CALL_TIMEOUT_SECS.to_string(),
             ),
             ("SESSION_LIFETIME", secs(http::SESSION_LIFETIME)),
             (

@@ -63,7 +63,6 @@ use crate::gateway::{AuditError, AuditLine, Gateway};
 use crate::host::EXIT_OTHER;
 use crate::signals;
 
-pub(crate) use limits::{DEFAULT_BURST, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_STREAMS, DEFAULT_RATE};
 // The bounds policy/gateway.md lists, for the test that checks it against the code.
 #[cfg(test)]
 pub(crate) use {
@@ -78,14 +77,6 @@ pub(crate) use {
 const MCP_PATH: &str = "/mcp";
 /// The revision without sessions.
 const MODERN: &str = "2026-07-28";
-
-/// The default of `--drain`: seconds calls in flight get to finish after SIGTERM.
-pub(crate) const DEFAULT_DRAIN_SECS: u64 = 30;
-/// The default of `--call-timeout`: the longest a call may take through the gateway, its wait
-/// for the server included. The Pack's own bound on a call is the same five minutes, counted
-/// from after the wait, so the gateway's comes first and is the one the audit trail calls
-/// `timeout`.
-pub(crate) const DEFAULT_CALL_TIMEOUT_SECS: u64 = 300;
 
 /// How `runvil serve --http` was asked to serve.
 pub(crate) struct Settings {

@@ -54,25 +54,6 @@ fn time_of(line: &Written) -> Option<SystemTime> {
     Some(SystemTime::from(time.with_timezone(&chrono::Utc)))
 }
 
-/// `--since`'s value: a whole number and a unit, `30s`, `10m`, `2h` or `7d`.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("{text:?} is not a duration such as 30s, 10m, 2h or 7d");
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| bad())?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(bad()),
-    };
-    number
-        .checked_mul(seconds)
-        .map(Duration::from_secs)
-        .ok_or_else(bad)
-}
-
 /// Runs `runvil audit` and answers its exit code.
 pub(crate) fn read(path: Option<PathBuf>, follow: bool, filter: &Filter) -> u8 {
     let Some(path) = path.or_else(default_audit_path) else {
@@ -386,31 +367,6 @@ mod tests {
             outcome: Outcome::Ok,
             duration_ms: Some(41),
             result_bytes: None,
-        }
-    }
-
-    #[test]
-    fn durations_are_a_number_and_a_unit() {
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
-        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(604_800)));
-        for bad in [
-            "",
-            "10",
-            "m",
-            "1.5h",
-            "10 m",
-            "-1d",
-            "1w",
-            "18446744073709551615d",
-        ] {
-            assert_eq!(
-                parse_duration(bad),
-                Err(format!(
-                    "{bad:?} is not a duration such as 30s, 10m, 2h or 7d"
-                ))
-            );
         }
     }
 

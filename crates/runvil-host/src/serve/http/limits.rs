@@ -20,17 +20,6 @@ use tokio::time::Instant;
 /// scripts of a team, and a bound on the memory a flood of identities could take.
 pub(crate) const MAX_IDENTITIES: usize = 10_000;
 
-/// The default of `--rate`: requests a second each identity may make, over time.
-pub(crate) const DEFAULT_RATE: u32 = 20;
-/// The default of `--burst`: requests an identity may make at once after a pause.
-pub(crate) const DEFAULT_BURST: u32 = 100;
-/// The default of `--max-requests`: requests of one identity in flight at once (a call
-/// counts until its answer is sent).
-pub(crate) const DEFAULT_MAX_REQUESTS: u32 = 32;
-/// The default of `--max-streams`: event streams (calls answered with their progress) one
-/// identity holds open at once.
-pub(crate) const DEFAULT_MAX_STREAMS: u32 = 16;
-
 /// The limits of each identity.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Settings {
@@ -198,6 +187,7 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::{DEFAULT_BURST, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_STREAMS, DEFAULT_RATE};
 
     const SETTINGS: Settings = Settings {
         rate: DEFAULT_RATE,

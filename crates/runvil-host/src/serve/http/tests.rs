@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 use shared_mcp_fixture::canaries::{CANARY, assert_clean};
 use shared_mcp_fixture::{Fixture, ToolSet};
 
-use super::limits::{DEFAULT_MAX_STREAMS, Settings as LimitSettings};
+use super::limits::Settings as LimitSettings;
 use super::session::SessionKey;
 use super::{Server, Settings, listener};
+use crate::cli::DEFAULT_MAX_STREAMS;
 use crate::gateway::{
     AuditError, AuditLine, AuditSink, Gatekeeper, Gateway, Outcome, Policy, args_sha256,
 };
