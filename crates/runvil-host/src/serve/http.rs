@@ -37,6 +37,7 @@ mod legacy;
 mod limits;
 mod listener;
 mod modern;
+mod post;
 mod record;
 mod revoked;
 mod rpc;

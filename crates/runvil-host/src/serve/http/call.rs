@@ -19,9 +19,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::answer::{self, Answer, Events, Reply};
-use super::endpoint::Accepts;
 use super::in_flight::Registered;
 use super::limits::Admitted;
+use super::post::Accepts;
 use super::record::{Ended, Facts};
 use super::rpc::{self, INTERNAL_ERROR, INVALID_PARAMS};
 use super::session::Session;

@@ -23,8 +23,8 @@ use serde_json::Value;
 
 use super::answer::{self, Reply};
 use super::limits::{Admitted, Refused};
-use super::rpc::{self, INVALID_REQUEST, Message};
-use super::session::SESSION_REVISIONS;
+use super::post::{Accepts, Post, SESSION_HEADER, header};
+use super::rpc::{self, INVALID_REQUEST};
 use super::{MCP_PATH, Server, health, legacy, modern};
 use crate::gateway::{AuditLine, Identity};
 
@@ -35,20 +35,9 @@ pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// client cannot hold a connection's worker longer.
 pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The header of a 2025-11-25 session.
-pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
-/// The header that names a request's protocol revision.
-pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
 /// Where the gateway's RFC 9728 metadata is without the resource's path (with it, where the
 /// gatekeeper says).
 const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
-
-/// What a client accepts in an answer.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Accepts {
-    pub(crate) json: bool,
-    pub(crate) events: bool,
-}
 
 /// Answers one request.
 pub(crate) async fn handle(server: &Arc<Server>, request: Request<Incoming>) -> Reply {
@@ -185,20 +174,6 @@ async fn let_in(server: &Server, headers: &HeaderMap) -> Result<(Identity, Admit
     }
 }
 
-/// A POST of the MCP endpoint, read.
-pub(crate) struct Post {
-    pub(crate) identity: Identity,
-    pub(crate) admitted: Admitted,
-    pub(crate) message: Message,
-    pub(crate) accepts: Accepts,
-    pub(crate) headers: HeaderMap,
-}
-
-/// `header` as text, when it is there and is visible ASCII.
-pub(crate) fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers.get(name).and_then(|value| value.to_str().ok())
-}
-
 /// Whether a request names this machine: its `Host` (and `Origin`, when a browser sent one)
 /// is a loopback name. A page elsewhere that rebinds its own name to 127.0.0.1 still sends
 /// its own name, so it is refused.
@@ -288,11 +263,6 @@ async fn read_body(body: Incoming, headers: &HeaderMap) -> Result<Bytes, Reply> 
             ),
         )),
     }
-}
-
-/// Whether `version` is a revision of the session era.
-pub(crate) fn is_session_revision(version: &str) -> bool {
-    SESSION_REVISIONS.contains(&version)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::answer::{self, Reply};
 use super::call::{self, ToolCall};
-use super::endpoint::{Accepts, Post, SESSION_HEADER, VERSION_HEADER, header};
+use super::post::{Accepts, Post, SESSION_HEADER, VERSION_HEADER, header};
 use super::rpc::{self, INVALID_REQUEST, METHOD_NOT_FOUND, Message};
 use super::session::{self, SESSION_REVISIONS, Session};
 use super::{Revision, Server, server_info};

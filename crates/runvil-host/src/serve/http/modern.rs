@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::answer::{self, Reply};
 use super::call::{self, ToolCall};
-use super::endpoint::{Post, VERSION_HEADER, header, is_session_revision};
+use super::post::{Post, VERSION_HEADER, header, is_session_revision};
 use super::rpc::{
     self, HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, Message, UNSUPPORTED_PROTOCOL_VERSION,
 };
