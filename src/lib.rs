@@ -47,6 +47,10 @@
 //!   `View`), a hidden tool answered as one that does not exist.
 //! - `lifecycle`: the Pack's calls in flight, and shutdown.
 //! - `fuzzing`: the fuzz targets' bodies, only under `cfg(fuzzing)` (`fuzz/`).
+//!
+//! The modules form layers with no circle among them, `text` at the bottom (it stands on
+//! `policy` and `secret` alone): `cargo run -p build-xtask -- layers` prints them, the lowest
+//! first, and build-xtask's policy test refuses a circle.
 
 #![forbid(unsafe_code)]
 // Every dependency is used; test builds also see the dev-dependencies, which need not be.

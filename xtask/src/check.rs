@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::dependency_policy::{allow_list, plugin_family_deps};
 use crate::deps_allow::DepsAllow;
+use crate::layers::layered;
 use crate::public_api_policy::only_install_is_public;
 use crate::taint_policy::opened_only_by_the_envelope;
 use crate::workspace;
@@ -25,6 +26,7 @@ pub fn run_all(root: &Path) -> Result<Vec<String>, String> {
             "opened_only_by_the_envelope",
             opened_only_by_the_envelope(&sources),
         ),
+        ("layered", layered(&sources)),
         ("allow_list", allow_list(&metadata, &allowed)),
     ];
     Ok(results

@@ -28,6 +28,7 @@ pub mod deny;
 pub mod dependency_policy;
 pub mod deps_allow;
 pub mod interop;
+pub mod layers;
 pub mod metadata;
 pub mod public_api_policy;
 pub mod taint_policy;
@@ -68,6 +69,12 @@ pub const SUBCOMMANDS: &[Subcommand] = &[
         about: "drive the Pack against the reference server @modelcontextprotocol/server-everything",
         takes_arguments: false,
         run: interop::command,
+    },
+    Subcommand {
+        name: "layers",
+        about: "print plugin_mcp's modules as layers, the lowest first, each with what it imports",
+        takes_arguments: false,
+        run: layers::command,
     },
     Subcommand {
         name: "audit",

@@ -16,7 +16,7 @@ fn the_workspace_has_no_policy_violations() {
 /// A workspace on disk where each check has something to find: the Plugin depends on the Host,
 /// on a crate `policy/deps.allow` does not list (outside the workspace, so not a member), and
 /// the list has a stale entry; `src/lib.rs` exports more than `install`; a module outside the
-/// envelope opens server data.
+/// envelope opens server data; the taint module imports one that imports it.
 #[test]
 fn a_crafted_workspace_fails_every_check() {
     let dir = std::env::temp_dir().join(format!("build-xtask-policy-{}", std::process::id()));
@@ -29,8 +29,9 @@ fn a_crafted_workspace_fails_every_check() {
         ("ws/src/lib.rs", "pub fn install() {}\npub struct Leak;\n"),
         (
             "ws/src/tools.rs",
-            "fn f(u: Untrusted<String>) -> String { u.into_for_check() }\n",
+            "use crate::text::Untrusted;\nfn f(u: Untrusted<String>) -> String { u.into_for_check() }\n",
         ),
+        ("ws/src/text.rs", "use crate::tools::f;\n"),
         (
             "ws/src/envelope/result.rs",
             "fn f(u: Untrusted<String>) -> String { u.into_for_check() }\n",
@@ -62,6 +63,9 @@ fn a_crafted_workspace_fails_every_check() {
         "allow_list: plugin_mcp depends directly on leftpad, which policy/deps.allow does not list",
         "allow_list: policy/deps.allow:1: stale entry serde",
         "opened_only_by_the_envelope: src/tools.rs: calls `into_for_check`",
+        "layered: these modules import each other in a circle (or import one that does): text, \
+         tools",
+        "layered: src/text/ imports `tools`; the taint module stands on policy and secret alone",
     ] {
         assert!(violations.contains(expected), "{expected}:\n{violations}");
     }
