@@ -30,6 +30,9 @@ use crate::config::Preregistered;
 use crate::envelope::log_safe;
 use crate::secret::{Scrubber, Secret};
 
+#[cfg(test)]
+mod tests;
+
 /// Why the Pack asks for a login again when tokens ran out without a way to renew them.
 const RAN_OUT: &str = "its access token expired or was refused, and its authorization server \
                        granted no refresh token to renew it";
