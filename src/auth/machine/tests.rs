@@ -150,7 +150,7 @@ fn name(action: &Action) -> &'static str {
 
 fn refused(action: Action) -> String {
     match action {
-        Action::Done(Err(error)) => error.to_string(),
+        Action::Done(Err(error)) => error.render(&Scrubber::default()).into_string(),
         other => panic!("not refused: {}", name(&other)),
     }
 }
