@@ -514,3 +514,79 @@ fn an_event_out_of_order_ends_the_run() {
     assert!(matches!(state, State::Idle));
     assert!(refused(action).contains("out of order"));
 }
+
+#[test]
+fn an_i_o_that_failed_ends_the_run_with_its_error() {
+    let failed = || AuthError::refused("it failed");
+    let (mut machine, _) = machine();
+    let (state, _) = machine.step(State::Idle, challenged(false, None, true));
+    let (_, action) = machine.step(state, Event::Discovered(Err(failed())));
+    assert_eq!(refused(action), "authorization failed: it failed");
+    let (state, _) = machine.step(State::Idle, challenged(false, None, true));
+    let (state, _) = machine.step(state, found(ISSUER));
+    let (_, action) = machine.step(state, Event::Registered(Err(failed())));
+    assert_eq!(refused(action), "authorization failed: it failed");
+    let (mut machine, _) = logged_in(None);
+    let (state, _) = machine.step(State::Idle, challenged(false, None, true));
+    let (state, _) = machine.step(state, found(ISSUER));
+    let (_, action) = machine.step(state, Event::UserAnswered(Err(failed())));
+    assert_eq!(refused(action), "authorization failed: it failed");
+    let (mut machine, _) = machine_with(Some(configured(true, None)), &[]);
+    machine.known.clients.insert(ISSUER.to_owned(), client("c"));
+    let (state, _) = machine.step(State::Idle, challenged(false, None, false));
+    let (state, action) = machine.step(state, found(ISSUER));
+    assert_eq!(name(&action), "RequestTokens");
+    let (_, action) = machine.step(state, Event::Tokens(Err(failed())));
+    assert_eq!(refused(action), "authorization failed: it failed");
+    assert!(
+        machine.known.issuer.is_none(),
+        "nothing of a failed login is kept"
+    );
+    // Tokens from the store whose authorization server cannot be reached stay as they are.
+    let (mut machine, _) = logged_in(Some("refresh-1"));
+    machine.known.metadata = None;
+    let (state, _) = machine.step(State::Idle, Event::Due);
+    let (state, _) = machine.step(state, Event::Held(Held::None));
+    let (_, action) = machine.step(state, Event::Discovered(Err(failed())));
+    assert_eq!(refused(action), "authorization failed: it failed");
+    assert!(machine.known.tokens.is_some());
+}
+
+#[test]
+fn an_authorization_server_offering_dpop_gets_tokens_bound_to_one_learnt_key() {
+    let (mut machine, scrubber) = machine_with(Some(configured(true, None)), &[]);
+    let (state, _) = machine.step(State::Idle, challenged(false, None, false));
+    let Event::Discovered(Ok(mut discovery)) = found(ISSUER) else {
+        panic!("found");
+    };
+    discovery.metadata.dpop = true;
+    let (state, _) = machine.step(state, Event::Discovered(Ok(discovery)));
+    let (state, action) = machine.step(state, Event::Registered(Ok(client("c"))));
+    let key = token_request(action).dpop.expect("a key");
+    assert!(
+        scrubs(&scrubber, key.stored().expose()),
+        "the key is a secret at once"
+    );
+    let bound = Tokens {
+        bound: true,
+        ..tokens("access-5", Some("refresh-5"))
+    };
+    let (_, action) = machine.step(state, Event::Tokens(Ok(bound)));
+    let keep = kept(action);
+    assert!(
+        keep.installed.dpop.is_some(),
+        "requests present the token with proofs"
+    );
+    let record = keep.record.expect("kept with its key");
+    assert!(
+        stored::restore(SERVER, &record)
+            .expect("restored")
+            .dpop
+            .is_some()
+    );
+    // Its refresh is proven by the same key.
+    let (state, _) = machine.step(State::Idle, Event::Due);
+    let (_, action) = machine.step(state, Event::Held(Held::None));
+    let again = token_request(action).dpop.expect("the key");
+    assert!(Arc::ptr_eq(&key, &again));
+}
