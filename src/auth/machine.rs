@@ -11,11 +11,8 @@
 //! across runs. Each secret the flow makes or receives is taught to the scrubber the moment
 //! it exists, before the action that uses it is answered.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use reqwest::Url;
 use runvil_plugin::AuthorizationRequest;
 use zeroize::Zeroizing;
 
@@ -25,13 +22,16 @@ use super::discovery::{Discovery, ServerMetadata};
 use super::dpop::DpopKey;
 use super::flow::{self, Grant, Pending, Tokens};
 use super::registration::ClientIdentity;
-use super::{AuthError, OFFLINE_ACCESS, fetch, stored};
+use super::{AuthError, fetch, stored};
 use crate::config::Preregistered;
 use crate::envelope::log_safe;
 use crate::secret::{Scrubber, Secret};
 
+mod known;
 #[cfg(test)]
 mod tests;
+
+use self::known::Known;
 
 /// Why the Pack asks for a login again when tokens ran out without a way to renew them.
 const RAN_OUT: &str = "its access token expired or was refused, and its authorization server \
@@ -50,29 +50,6 @@ pub(crate) struct Setting {
     /// Finds the values `${env:...}` put into the server's URL, which nothing sent to an
     /// authorization server or shown to the user may hold.
     pub(crate) url_values: Scrubber,
-}
-
-/// What the Pack knows of the server's authorization, kept across runs and start attempts,
-/// so a failed attempt does not send the user through again for nothing.
-#[derive(Default)]
-pub(crate) struct Known {
-    tokens: Option<Tokens>,
-    /// The authorization server the tokens are from, and its metadata.
-    metadata: Option<ServerMetadata>,
-    resource: String,
-    /// The scopes last asked for.
-    scopes: Vec<String>,
-    /// Identities by issuer: one authorization server never sees another's.
-    clients: HashMap<String, ClientIdentity>,
-    /// The one issuer the configured client is presented to: the entry's `oauth.issuer`, else
-    /// the first it was used with (kept with the login).
-    configured_issuer: Option<String>,
-    /// This server's DPoP key, made when an authorization server first offers DPoP.
-    dpop: Option<Arc<DpopKey>>,
-    /// The issuer of the authorization server the tokens are from.
-    issuer: Option<String>,
-    /// The last tokens were refused or ran out with no refresh token to renew them.
-    ran_out: bool,
 }
 
 /// What a run waits for.
@@ -488,209 +465,6 @@ impl Machine {
         let installed = self.install(tokens);
         keep(installed, self.record(), false)
     }
-
-    /// Makes what a record kept the current authorization, unless it is of a client or an
-    /// issuer the configuration no longer names, or its key does not restore.
-    fn take_up(&mut self, mut restored: stored::Restored) -> Option<Installed> {
-        if restored.configured {
-            // The configuration's client, with the secret or key it has now; a record of
-            // another client, or of an issuer the entry no longer names, serves no more.
-            let configured = self.setting.configured.as_ref()?;
-            let bound = self.known.configured_issuer.as_ref();
-            let same = configured.id.expose() == restored.client.id.expose();
-            if !same || bound.is_some_and(|b| *b != restored.issuer) {
-                return None;
-            }
-            restored.client.secret.clone_from(&configured.secret);
-            (restored.client.private_key).clone_from(&configured.private_key);
-            self.known.configured_issuer = Some(restored.issuer.clone());
-        }
-        let dpop = match &restored.dpop {
-            Some(stored) => Some(Arc::new(DpopKey::restore(stored)?)),
-            None => None,
-        };
-        let basic = flow::basic_credential(&restored.client);
-        let dpop_secret = dpop.as_ref().map(|key| key.stored().clone());
-        let client_secrets = restored.client.secret.iter().chain(&basic);
-        self.learn(client_secrets.chain(&dpop_secret).cloned());
-        let known = &mut self.known;
-        known
-            .clients
-            .insert(restored.issuer.clone(), restored.client);
-        if known.issuer.as_ref() != Some(&restored.issuer) {
-            // Another authorization server's endpoints are looked up at the next refresh.
-            known.metadata = None;
-        }
-        known.issuer = Some(restored.issuer);
-        known.resource = restored.resource;
-        known.scopes = restored.scopes;
-        if dpop.is_some() {
-            known.dpop = dpop;
-        }
-        Some(self.install(restored.tokens))
-    }
-
-    /// Makes `tokens` the current ones: learnt by the scrubbers first, then handed to the
-    /// driver to send. The registered clients' secrets and the DPoP key are learnt again with
-    /// them: the scrubber keeps only its newest learned secrets, and these are used at every
-    /// refresh.
-    fn install(&mut self, tokens: Tokens) -> Installed {
-        let clients = self.known.clients.values();
-        let clients =
-            clients.flat_map(|c| c.secret.iter().cloned().chain(flow::basic_credential(c)));
-        let dpop = self.known.dpop.as_ref().map(|key| key.stored().clone());
-        let tokens_now =
-            std::iter::once(tokens.access.clone()).chain(tokens.refresh.iter().cloned());
-        self.setting
-            .scrubber
-            .learn(tokens_now.chain(clients).chain(dpop));
-        let installed = Installed {
-            token: tokens.access.clone(),
-            dpop: self.known.dpop.clone().filter(|_| tokens.bound),
-            refresh_at: tokens.refresh_at,
-        };
-        self.known.tokens = Some(tokens);
-        installed
-    }
-
-    /// The record of the current authorization for the Host's store; `None` when there is
-    /// nothing whole to keep.
-    fn record(&self) -> Option<Zeroizing<String>> {
-        let known = &self.known;
-        let (Some(issuer), Some(tokens)) = (&known.issuer, &known.tokens) else {
-            return None;
-        };
-        let client = known.clients.get(issuer)?;
-        let configured = (self.setting.configured.as_ref())
-            .is_some_and(|c| c.id.expose() == client.id.expose())
-            && known.configured_issuer.as_ref() == Some(issuer);
-        stored::record(&stored::Kept {
-            server: &self.setting.server,
-            issuer,
-            resource: &known.resource,
-            scopes: &known.scopes,
-            client,
-            configured,
-            tokens,
-            dpop: known.dpop.as_ref().map(|key| key.stored()),
-        })
-    }
-
-    /// The key that binds tokens to the Pack, when `metadata`'s server supports DPoP: the one
-    /// the Pack has, else a new one, learnt at once.
-    fn dpop_key(&mut self, metadata: &ServerMetadata) -> Result<Option<Arc<DpopKey>>, AuthError> {
-        if !metadata.dpop {
-            return Ok(None);
-        }
-        if let Some(key) = &self.known.dpop {
-            return Ok(Some(Arc::clone(key)));
-        }
-        let key = Arc::new(DpopKey::generate()?);
-        self.learn(std::iter::once(key.stored().clone()));
-        self.known.dpop = Some(Arc::clone(&key));
-        Ok(Some(key))
-    }
-
-    /// Binds the configured client to `issuer` if it is bound to none yet; refuses to present
-    /// it to any other. A client the user registered with one authorization server, and its
-    /// secret or key, go to that server alone, whatever the MCP server names later.
-    fn bind_configured(&mut self, issuer: &str) -> Result<(), AuthError> {
-        let Some(bound) = &self.known.configured_issuer else {
-            self.known.configured_issuer = Some(issuer.to_owned());
-            return Ok(());
-        };
-        if bound == issuer {
-            return Ok(());
-        }
-        // By their origins; by the issuers themselves when they share one.
-        let (mut was, mut now) = (origin(bound), origin(issuer));
-        if was == now {
-            (was, now) = (bound.clone(), issuer.to_owned());
-        }
-        Err(AuthError::refused(format!(
-            "{}: the configured OAuth client (oauth.clientId) belongs to the authorization \
-             server at {was}, but the server now sends it to the one at {now}, so its \
-             credentials are not presented there; if that authorization server is the right \
-             one, name its issuer in oauth.issuer",
-            self.setting.namespace
-        )))
-    }
-
-    /// The scopes to ask for: the challenge's, else the resource's, together with those asked
-    /// for before from the same authorization server (so re-authorizing never loses a scope).
-    /// A step-up that would ask for nothing new is refused: authorizing again cannot help.
-    fn scopes(&self, authorize: &Authorize, found: &Discovery) -> Result<Vec<String>, AuthError> {
-        let challenged = authorize.challenge.scopes();
-        if authorize.step_up && challenged.iter().all(|s| self.known.scopes.contains(s)) {
-            return Err(AuthError::refused_saying(
-                "the server refuses the token for lack of scopes it was asked with; \
-                 authorizing again would not help",
-                challenged.join(" "),
-            ));
-        }
-        let wanted = match challenged.is_empty() {
-            true => found.scopes.clone(),
-            false => challenged,
-        };
-        let mut scopes = self.known.scopes.clone();
-        for scope in wanted {
-            if !scopes.contains(&scope) {
-                scopes.push(scope);
-            }
-        }
-        let supported = &found.metadata.scopes_supported;
-        let offline = supported.iter().any(|s| s == OFFLINE_ACCESS);
-        if offline && !scopes.is_empty() && !scopes.iter().any(|s| s == OFFLINE_ACCESS) {
-            scopes.push(OFFLINE_ACCESS.to_owned());
-        }
-        Ok(scopes)
-    }
-
-    /// Refuses to send or show `text` when it holds a value expanded into the server's URL.
-    fn refuse_url_values(&self, text: &str) -> Result<(), AuthError> {
-        if matches!(self.setting.url_values.scrub(text), Cow::Borrowed(_)) {
-            return Ok(());
-        }
-        Err(AuthError::refused(
-            "the server's url holds a value of ${env:...} or ${userHome} in a part an \
-             authorization server would be sent or the user shown (the resource the tokens \
-             are for, the address of the authorization): write that part of the url without \
-             one, and send the secret in a header instead",
-        ))
-    }
-
-    /// Why a refresh stops at a record the store cannot read: refreshing would overwrite it
-    /// (and its refresh token, which may be another process's too) with a login of this
-    /// process's, so the server is named and nothing is redeemed or saved.
-    fn unreadable(&self, reason: String) -> AuthError {
-        AuthError::refused_saying(
-            format!(
-                "{}: the credentials the Host's store keeps for this server cannot be read, so \
-                 they are not refreshed or overwritten",
-                self.setting.namespace
-            ),
-            reason,
-        )
-    }
-
-    fn refresh_token(&self) -> Option<Secret> {
-        self.known.tokens.as_ref()?.refresh.clone()
-    }
-
-    fn machine_client(&self) -> bool {
-        self.setting.configured.as_ref().is_some_and(|c| c.machine)
-    }
-
-    fn learn(&self, secrets: impl Iterator<Item = Secret>) {
-        self.setting.scrubber.learn(secrets);
-    }
-
-    fn hint(&self) -> String {
-        match &self.setting.hint {
-            Some(hint) => hint.replace("{namespace}", &self.setting.namespace),
-            None => "this Host cannot log in to servers".to_owned(),
-        }
-    }
 }
 
 /// A failed refresh: the end of a run that only refreshed, else the authorization the
@@ -738,12 +512,4 @@ fn done(result: Result<(), AuthError>) -> (State, Action) {
 
 fn no_refresh() -> AuthError {
     AuthError::refused("no refresh token")
-}
-
-/// The origin of an issuer (`https://host:port`), how a reason names an authorization server.
-fn origin(issuer: &str) -> String {
-    Url::parse(issuer).map_or_else(
-        |_| issuer.to_owned(),
-        |url| url.origin().ascii_serialization(),
-    )
 }

@@ -6,6 +6,7 @@ use reqwest::Url;
 use tokio::time::Instant;
 
 use super::*;
+use crate::auth::OFFLINE_ACCESS;
 use crate::auth::registration::Method;
 
 const NAMESPACE: &str = "s";
