@@ -424,8 +424,8 @@ impl Transport {
 }
 
 /// `response` if it is a 2xx; every other answer is an error (a redirect was refused by the
-/// sender already), with what the server said of it (a JSON-RPC error's message, or the first of its text), read within
-/// [`MAX_ERROR_BODY_BYTES`].
+/// sender already), with what the server said of it (a JSON-RPC error's message, or the first
+/// of its text), read within [`MAX_ERROR_BODY_BYTES`].
 async fn checked(response: Response) -> Result<Response, TransportError> {
     let status = response.status();
     if !status.is_success() {

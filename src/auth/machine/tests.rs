@@ -472,9 +472,8 @@ fn a_machine_client_asks_for_its_own_tokens_without_a_user() {
     };
     let (_, action) = machine.step(state, Event::Registered(Ok(identity)));
     let request = token_request(action);
-    assert!(
-        matches!(&request.grant, Grant::ClientCredentials(scopes) if scopes == &["mcp:read", OFFLINE_ACCESS])
-    );
+    assert!(matches!(&request.grant, Grant::ClientCredentials(scopes)
+            if scopes == &["mcp:read", OFFLINE_ACCESS]));
 }
 
 #[test]
@@ -484,7 +483,10 @@ fn a_configured_client_is_never_presented_to_another_issuer() {
     let (_, action) = machine.step(state, found("https://other.example"));
     let error = refused(action);
     assert!(
-        error.contains("belongs to the authorization server at https://as.example, but the server now sends it to the one at https://other.example"),
+        error.contains(
+            "belongs to the authorization server at https://as.example, but the server now \
+             sends it to the one at https://other.example"
+        ),
         "{error}"
     );
 }
