@@ -11,6 +11,11 @@
 //! - `error`: why an authorization failed, what a party said kept untrusted until shown.
 //! - `fetch`: requests to these untrusted parties, checked and bounded.
 //! - `stored`: what an authorization leaves in the Host's credential store.
+//! - `machine`: the flow as a state machine without I/O: every decision, step by step.
+//! - `current`: what requests carry now (the token, its DPoP key and nonce).
+//!
+//! This file is the driver: it does the I/O each of the machine's steps asks for and nothing
+//! else.
 //!
 //! The Pack runs the protocol and the Host the user's part: the authorization URL goes to the
 //! Host's [`Authorizer`], which brings back the redirect's parameters. A Host without one
@@ -20,22 +25,21 @@
 
 mod assertion;
 mod challenge;
+mod current;
 mod discovery;
 mod dpop;
 mod error;
 mod fetch;
 mod flow;
+mod machine;
 mod registration;
 mod stored;
 
-use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use reqwest::header::HeaderValue;
 use reqwest::{Client, Url};
 use runvil_plugin::{
     AUTHORIZATION_HINT, AUTHORIZER, AuthorizationRequest, Authorizer, CLIENT_METADATA_URL,
@@ -45,12 +49,11 @@ use tokio::time::Instant;
 use zeroize::Zeroizing;
 
 pub(crate) use self::challenge::Challenge;
-use self::discovery::ServerMetadata;
-use self::dpop::DpopKey;
+use self::current::Current;
+pub(crate) use self::current::{Generation, Presented};
 pub(crate) use self::dpop::nonce as dpop_nonce;
 pub(crate) use self::error::AuthError;
-use self::flow::{Grant, Tokens};
-use self::registration::ClientIdentity;
+use self::machine::{Action, Authorize, Event, Held, Keep, Machine, Setting, State};
 use crate::config::Preregistered;
 use crate::policy::{AUTHORIZATION_DEADLINE, MAX_ERROR_CHARS, REDACTION_MARKER};
 use crate::secret::{Secret, SecretUrl};
@@ -80,21 +83,18 @@ impl HostAuth {
     }
 }
 
-/// One server's authorization state, shared by every request to it and kept across start
-/// attempts, so a failed attempt does not send the user through again for nothing.
+/// One server's authorization, shared by every request to it and kept across start
+/// attempts: the driver of its [`Machine`], and what its requests carry.
 pub(crate) struct Authorization {
     namespace: String,
     server: SecretUrl,
     host: HostAuth,
     configured: Option<Preregistered>,
-    /// The Pack's scrubber, which learns each new secret the moment it exists, and shows what
-    /// a party said.
+    /// The Pack's scrubber, which shows what the Host's store says.
     scrubber: Arc<Scrubber>,
-    /// Finds the values `${env:...}` put into the server's URL, which nothing sent to an
-    /// authorization server or shown to the user may hold.
-    url_values: Scrubber,
     current: RwLock<Current>,
-    flow: tokio::sync::Mutex<FlowState>,
+    /// The flow, one run at a time.
+    machine: tokio::sync::Mutex<Machine>,
     /// Whether the Host's store has been read for this server.
     loaded: AtomicBool,
     /// Time spent waiting for the user (in a browser): the start deadline does not count it.
@@ -109,84 +109,15 @@ struct UserTime {
     since: Option<Instant>,
 }
 
-/// What requests carry now, and which tokens it came from.
-#[derive(Default)]
-struct Current {
-    /// The access token.
-    token: Option<Secret>,
-    /// The key the token is bound to, when it is a DPoP token.
-    dpop: Option<Arc<DpopKey>>,
-    /// The DPoP nonce the server asked for last.
-    nonce: Option<String>,
-    refresh_at: Option<Instant>,
-    generation: u64,
-}
-
-/// The headers that authorize one request.
-pub(crate) struct Presented {
-    pub(crate) authorization: HeaderValue,
-    /// `DPoP`: the proof for this request, when the token is bound to a key.
-    pub(crate) proof: Option<HeaderValue>,
-}
-
-impl Current {
-    /// The headers for `method` to `url`.
-    fn present(&self, method: &str, url: &Url) -> Option<Presented> {
-        let token = self.token.as_ref()?.expose();
-        let (scheme, proof) = match &self.dpop {
-            Some(key) => {
-                let proof = key.proof(method, url, Some(token), self.nonce.as_deref());
-                ("DPoP", proof.ok())
-            }
-            None => ("Bearer", None),
-        };
-        let mut authorization = HeaderValue::from_str(&format!("{scheme} {token}")).ok()?;
-        authorization.set_sensitive(true);
-        Some(Presented {
-            authorization,
-            proof,
-        })
-    }
-}
-
-#[derive(Default)]
-struct FlowState {
-    tokens: Option<Tokens>,
-    /// The authorization server the tokens are from, and its metadata.
-    metadata: Option<ServerMetadata>,
-    resource: String,
-    /// The scopes last asked for.
-    scopes: Vec<String>,
-    /// Identities by issuer: one authorization server never sees another's.
-    clients: HashMap<String, ClientIdentity>,
-    /// The one issuer the configured client is presented to: the entry's `oauth.issuer`, else
-    /// the first it was used with (kept with the login).
-    configured_issuer: Option<String>,
-    /// This server's DPoP key, made when an authorization server first offers DPoP.
-    dpop: Option<Arc<DpopKey>>,
-    /// The issuer of the authorization server the tokens are from.
-    issuer: Option<String>,
-    /// The last tokens were refused or ran out with no refresh token to renew them.
-    ran_out: bool,
-}
-
-/// Which tokens a request was sent with, to report its `401` against: a `401` to older ones
-/// is answered by the renewal that already happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Generation(u64);
-
 impl fmt::Debug for Authorization {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Authorization({REDACTION_MARKER})")
     }
 }
 
-/// Why the Pack asks for a login again when tokens ran out without a way to renew them.
-const RAN_OUT: &str = "its access token expired or was refused, and its authorization server \
-                       granted no refresh token to renew it";
-
 impl Authorization {
-    /// `url_values` are the values expanded into `server`'s URL (see [`Authorization`]).
+    /// `url_values` are the values expanded into `server`'s URL, which nothing sent to an
+    /// authorization server or shown to the user may hold.
     pub(crate) fn new(
         namespace: String,
         server: SecretUrl,
@@ -195,9 +126,13 @@ impl Authorization {
         configured: Option<Preregistered>,
         scrubber: Arc<Scrubber>,
     ) -> Self {
-        let flow = FlowState {
-            configured_issuer: configured.as_ref().and_then(|c| c.issuer.clone()),
-            ..FlowState::default()
+        let setting = Setting {
+            namespace: namespace.clone(),
+            server: discovery::canonical(server.expose()),
+            configured: configured.clone(),
+            hint: host.hint.clone(),
+            scrubber: Arc::clone(&scrubber),
+            url_values: Scrubber::new(url_values.iter().cloned()),
         };
         Self {
             namespace,
@@ -205,9 +140,8 @@ impl Authorization {
             host,
             configured,
             scrubber,
-            url_values: Scrubber::new(url_values.iter().cloned()),
             current: RwLock::default(),
-            flow: tokio::sync::Mutex::new(flow),
+            machine: tokio::sync::Mutex::new(Machine::new(setting)),
             loaded: AtomicBool::new(false),
             user: std::sync::Mutex::default(),
         }
@@ -239,27 +173,27 @@ impl Authorization {
         // Loading and refreshing are boxed: rare, and large futures, which every request's
         // future would otherwise carry inline.
         if !self.loaded.load(Ordering::Acquire) {
-            Box::pin(self.load()).await;
+            Box::pin(self.load(http)).await;
         }
         let (refresh_at, generation) = {
             let current = self.current();
-            (current.refresh_at, current.generation)
+            (current.refresh_at, current.generation())
         };
         if refresh_at.is_some_and(|at| at <= Instant::now()) {
-            let mut flow = self.flow.lock().await;
-            if self.current().generation == generation {
+            let mut machine = self.machine.lock().await;
+            if self.current().generation() == generation {
                 // A failed refresh leaves the token as it is: the server's 401 then starts
                 // a new authorization.
-                let _ = Box::pin(self.refresh(http, &mut flow)).await;
+                let _ = Box::pin(self.run(http, &mut machine, Event::Due)).await;
             }
         }
         let current = self.current();
-        (current.present(method, url), Generation(current.generation))
+        (current.present(method, url), current.generation())
     }
 
     /// Takes up what the Host's store kept of this server's authorization, once.
-    async fn load(&self) {
-        let mut flow = self.flow.lock().await;
+    async fn load(&self, http: &Client) {
+        let mut machine = self.machine.lock().await;
         if self.loaded.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -271,118 +205,140 @@ impl Authorization {
             .await
             .ok()
             .flatten();
-        if let Some(restored) = text.and_then(|text| self.restore(&text)) {
-            self.take_up(&mut flow, restored);
-        }
+        let _ = self.run(http, &mut machine, Event::Loaded(text)).await;
     }
 
-    /// The record in `text` if it is one of this server's.
-    fn restore(&self, text: &str) -> Option<stored::Restored> {
-        stored::restore(&canonical(self.server.expose()), text)
+    /// The headers for `method` to `url` as they are, for requests that cannot wait for a
+    /// refresh.
+    pub(crate) fn present_now(&self, method: &str, url: &Url) -> Option<Presented> {
+        self.current().present(method, url)
     }
 
-    /// Makes what a record kept the current authorization, unless it is of a client or an
-    /// issuer the configuration no longer names.
-    fn take_up(&self, flow: &mut FlowState, mut restored: stored::Restored) -> bool {
-        if restored.configured {
-            // The configuration's client, with the secret or key it has now; a record of
-            // another client, or of an issuer the entry no longer names, serves no more.
-            let Some(configured) = &self.configured else {
-                return false;
-            };
-            let bound = flow.configured_issuer.as_ref();
-            let same = configured.id.expose() == restored.client.id.expose();
-            if !same || bound.is_some_and(|b| *b != restored.issuer) {
-                return false;
+    fn current(&self) -> RwLockReadGuard<'_, Current> {
+        self.current.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn current_mut(&self) -> RwLockWriteGuard<'_, Current> {
+        self.current.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Answers a `401` or a `403 insufficient_scope` to a request sent as `sent`: new tokens
+    /// (refreshed, or from a new authorization with the scopes the challenge asks for), after
+    /// which the request may be sent again; or why not.
+    pub(crate) async fn respond(
+        &self,
+        http: &Client,
+        status: u16,
+        challenge: &Challenge,
+        sent: Generation,
+    ) -> Result<(), AuthError> {
+        let mut machine = self.machine.lock().await;
+        {
+            let mut current = self.current_mut();
+            // Another request renewed the tokens since this one was sent, or the server only
+            // asks the next proofs for a nonce.
+            if current.generation() != sent || current.take_nonce(challenge) {
+                return Ok(());
             }
-            restored.client.secret.clone_from(&configured.secret);
-            restored
-                .client
-                .private_key
-                .clone_from(&configured.private_key);
-            flow.configured_issuer = Some(restored.issuer.clone());
         }
-        let dpop = match &restored.dpop {
-            Some(stored) => match DpopKey::restore(stored) {
-                Some(key) => Some(Arc::new(key)),
-                None => return false,
-            },
-            None => None,
+        let authorize = Authorize {
+            step_up: status == 403,
+            challenge: challenge.clone(),
+            redirect_uri: (self.host.authorizer.as_ref()).map(|a| a.redirect_uri()),
         };
-        let basic = flow::basic_credential(&restored.client);
-        let dpop_secret = dpop.as_ref().map(|key| key.stored().clone());
-        self.learn(
-            restored
-                .client
-                .secret
-                .iter()
-                .chain(&basic)
-                .chain(&dpop_secret)
-                .cloned(),
-        );
-        flow.clients
-            .insert(restored.issuer.clone(), restored.client);
-        if flow.issuer.as_ref() != Some(&restored.issuer) {
-            // Another authorization server's endpoints are looked up at the next refresh.
-            flow.metadata = None;
-        }
-        flow.issuer = Some(restored.issuer);
-        flow.resource = restored.resource;
-        flow.scopes = restored.scopes;
-        if dpop.is_some() {
-            flow.dpop = dpop;
-        }
-        self.install(flow, restored.tokens);
-        true
+        self.run(http, &mut machine, Event::Challenged(authorize))
+            .await
     }
 
-    /// Keeps the current authorization in the Host's store, if it lent one, through `held`
-    /// when the store holds the key (a refresh). A failure to save costs the next run a
-    /// login, so it is logged, not returned (the Host's store knows it too, and a login
-    /// command says so).
-    async fn save(&self, flow: &FlowState, held: Option<Box<dyn CredentialHold>>) {
-        let Some(store) = self.host.store.clone() else {
-            return;
+    /// Runs `machine` from `event` to the end of the run, doing the I/O each step asks for.
+    /// The store's hold, when a refresh takes one, lasts until the machine lets it go or the
+    /// run ends.
+    async fn run(
+        &self,
+        http: &Client,
+        machine: &mut Machine,
+        event: Event,
+    ) -> Result<(), AuthError> {
+        let mut held = None;
+        let (mut state, mut action) = machine.step(State::Idle, event);
+        loop {
+            let event = match action {
+                Action::Done(result) => return result,
+                Action::Hold => {
+                    let read;
+                    (held, read) = self.hold().await;
+                    Event::Held(read)
+                }
+                Action::Release => {
+                    drop(held.take());
+                    Event::Released
+                }
+                Action::Discover { announced } => {
+                    let found =
+                        discovery::discover(http, self.server.expose(), announced.as_deref());
+                    Event::Discovered(found.await.map(Box::new))
+                }
+                Action::Register {
+                    metadata,
+                    redirect_uri,
+                } => Event::Registered(self.register(http, &metadata, &redirect_uri).await),
+                Action::AskUser(request) => Event::UserAnswered(self.ask_user(request).await),
+                Action::RequestTokens(request) => {
+                    let request = &*request;
+                    let (metadata, client) = (&request.metadata, &request.client);
+                    let dpop = request.dpop.as_deref();
+                    let asked = flow::tokens(
+                        http,
+                        metadata,
+                        client,
+                        &request.grant,
+                        &request.resource,
+                        dpop,
+                    );
+                    Event::Tokens(asked.await)
+                }
+                Action::Keep(keep) => {
+                    self.keep(keep, &mut held).await;
+                    Event::Kept
+                }
+            };
+            (state, action) = machine.step(state, event);
+        }
+    }
+
+    async fn register(
+        &self,
+        http: &Client,
+        metadata: &discovery::ServerMetadata,
+        redirect_uri: &str,
+    ) -> Result<registration::ClientIdentity, AuthError> {
+        let metadata_url = self.host.metadata_url.as_deref();
+        let configured = self.configured.as_ref();
+        registration::identify(http, metadata, configured, metadata_url, redirect_uri).await
+    }
+
+    /// Holds the server's key in the Host's store, if it offers a hold, and reads the record
+    /// inside the hold.
+    async fn hold(&self) -> (Option<Box<dyn CredentialHold>>, Held) {
+        let Some(hold) = self.open_hold().await else {
+            return (None, Held::None);
         };
-        let (Some(issuer), Some(tokens)) = (&flow.issuer, &flow.tokens) else {
-            return;
-        };
-        let Some(client) = flow.clients.get(issuer) else {
-            return;
-        };
-        let server = canonical(self.server.expose());
-        let dpop = flow.dpop.as_ref().map(|key| key.stored());
-        let configured = (self.configured.as_ref())
-            .is_some_and(|c| c.id.expose() == client.id.expose())
-            && flow.configured_issuer.as_ref() == Some(issuer);
-        let record = stored::record(&stored::Kept {
-            server: &server,
-            issuer,
-            resource: &flow.resource,
-            scopes: &flow.scopes,
-            client,
-            configured,
-            tokens,
-            dpop,
-        });
-        let Some(record) = record else {
-            return;
-        };
-        let key = self.namespace.clone();
-        let saved = tokio::task::spawn_blocking(move || match held {
-            Some(held) => held.save(&record),
-            None => store.save(&key, &record),
+        let read = tokio::task::spawn_blocking(move || {
+            let mut hold = hold;
+            let text = hold.load();
+            (hold, text)
         })
         .await;
-        if let Ok(Err(error)) = saved {
-            let error = show(&self.scrubber, &error.reason, MAX_ERROR_CHARS);
-            tracing::warn!(server = %log_safe(&self.namespace), error = %error.line(), "the credentials could not be saved");
+        match read {
+            Ok((hold, Ok(text))) => (Some(hold), Held::Read(text.map(Zeroizing::new))),
+            Ok((_, Err(error))) => (None, Held::Unreadable(error.reason)),
+            Err(_) => (None, Held::Failed),
         }
     }
 
     /// The Host store's hold of this server's key, when it offers one; a store that cannot
     /// hold it now is logged, and the refresh goes on without.
-    async fn hold(&self) -> Option<Box<dyn CredentialHold>> {
+    async fn open_hold(&self) -> Option<Box<dyn CredentialHold>> {
         let store = self.host.store.clone()?;
         let key = self.namespace.clone();
         match tokio::task::spawn_blocking(move || store.hold(&key)).await {
@@ -396,431 +352,49 @@ impl Authorization {
         }
     }
 
-    /// The headers for `method` to `url` as they are, for requests that cannot wait for a
-    /// refresh.
-    pub(crate) fn present_now(&self, method: &str, url: &Url) -> Option<Presented> {
-        self.current().present(method, url)
-    }
-
-    fn current(&self) -> std::sync::RwLockReadGuard<'_, Current> {
-        self.current.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Answers a `401` or a `403 insufficient_scope` to a request sent as `sent`: new tokens
-    /// (refreshed, or from a new authorization with the scopes the challenge asks for), after
-    /// which the request may be sent again; or why not.
-    pub(crate) async fn respond(
-        &self,
-        http: &Client,
-        status: u16,
-        challenge: &Challenge,
-        sent: Generation,
-    ) -> Result<(), AuthError> {
-        let mut flow = self.flow.lock().await;
-        if self.current().generation != sent.0 {
-            // Another request renewed the tokens since this one was sent.
-            return Ok(());
-        }
-        if challenge.error.as_deref() == Some("use_dpop_nonce") {
-            // RFC 9449 §9: not a new authorization, only a nonce for the next proofs.
-            let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
-            if current.dpop.is_some() && challenge.dpop_nonce.is_some() {
-                current.nonce.clone_from(&challenge.dpop_nonce);
-                current.generation += 1;
-                return Ok(());
-            }
-        }
-        let step_up = status == 403;
-        if !step_up {
-            match flow.tokens.as_ref().map(|tokens| tokens.refresh.is_some()) {
-                Some(true) if self.refresh(http, &mut flow).await.is_ok() => return Ok(()),
-                Some(false) => flow.ran_out = true,
-                _ => {}
-            }
-        }
-        self.authorize(http, &mut flow, challenge, step_up).await
-    }
-
-    /// Holds the key in the Host's store (if it can), so that a refresh token shared with
-    /// other processes is redeemed once: the record is read again inside the hold, and tokens
-    /// another process got since ours were read are taken up instead of redeeming ours.
-    async fn refresh(&self, http: &Client, flow: &mut FlowState) -> Result<(), AuthError> {
-        let mut held = self.hold().await;
-        if let Some(hold) = held.take() {
-            let (hold, text) = tokio::task::spawn_blocking(move || {
-                let mut hold = hold;
-                let text = hold.load().ok().flatten().map(Zeroizing::new);
-                (hold, text)
-            })
-            .await
-            .map_err(|_| AuthError::refused("the credential store failed"))?;
-            let ours = flow.tokens.as_ref().map(|tokens| tokens.access.expose());
-            let newer = text.and_then(|text| self.restore(&text));
-            // Tokens this Pack cannot take up (another client's, a key that does not restore)
-            // are refreshed past, as if none were kept.
-            if let Some(newer) = newer.filter(|n| Some(n.tokens.access.expose()) != ours)
-                && self.take_up(flow, newer)
-            {
-                tracing::debug!(server = %log_safe(&self.namespace), "took up the tokens another process refreshed");
-                return Ok(());
-            }
-            held = Some(hold);
-        }
-        let no_refresh = || AuthError::refused("no refresh token");
-        let refresh = flow
-            .tokens
-            .as_ref()
-            .and_then(|tokens| tokens.refresh.clone())
-            .ok_or_else(no_refresh)?;
-        if flow.metadata.is_none() {
-            // Tokens from the Host's store: the token endpoint is looked up again, and must
-            // be the same authorization server's.
-            let (metadata, _, _) = self.discover(http, None).await?;
-            if flow.issuer.as_ref() != Some(&metadata.issuer) {
-                flow.tokens = None;
-                return Err(no_refresh());
-            }
-            flow.metadata = Some(metadata);
-        }
-        let (Some(tokens), Some(metadata)) = (&flow.tokens, &flow.metadata) else {
-            return Err(no_refresh());
+    /// Makes new tokens what requests carry, then keeps the record of them in the Host's
+    /// store, if it lent one, through `held` when the record is a refresh's and the store
+    /// holds the key. A failure to save costs the next run a login, so it is logged, not
+    /// returned (the Host's store knows it too, and a login command says so).
+    async fn keep(&self, keep: Keep, held: &mut Option<Box<dyn CredentialHold>>) {
+        self.current_mut().install(keep.installed);
+        let (Some(record), Some(store)) = (keep.record, self.host.store.clone()) else {
+            return;
         };
-        let client = flow
-            .clients
-            .get(&metadata.issuer)
-            .cloned()
-            .ok_or_else(|| AuthError::refused("no client"))?;
-        let dpop = flow.dpop.clone().filter(|_| tokens.bound);
-        let result = flow::tokens(
-            http,
-            metadata,
-            &client,
-            Grant::Refresh(&refresh),
-            &flow.resource,
-            dpop.as_deref(),
-        )
+        let held = held.take().filter(|_| keep.through_hold);
+        let key = self.namespace.clone();
+        let saved = tokio::task::spawn_blocking(move || match held {
+            Some(held) => held.save(&record),
+            None => store.save(&key, &record),
+        })
         .await;
-        match result {
-            Ok(tokens) => {
-                self.install(flow, tokens);
-                self.save(flow, held).await;
-                Ok(())
-            }
-            Err(error) => {
-                let error = error.render(&self.scrubber);
-                tracing::debug!(server = %log_safe(&self.namespace), error = %error.line(), "the refresh failed");
-                flow.tokens = None;
-                Err(no_refresh())
-            }
+        if let Ok(Err(error)) = saved {
+            let error = show(&self.scrubber, &error.reason, MAX_ERROR_CHARS);
+            tracing::warn!(server = %log_safe(&self.namespace), error = %error.line(), "the credentials could not be saved");
         }
     }
 
-    async fn authorize(
-        &self,
-        http: &Client,
-        flow: &mut FlowState,
-        challenge: &Challenge,
-        step_up: bool,
-    ) -> Result<(), AuthError> {
-        let machine = self.configured.as_ref().is_some_and(|c| c.machine);
-        let authorizer = match &self.host.authorizer {
-            Some(authorizer) => Some(Arc::clone(authorizer)),
-            None if machine => None,
-            None => {
-                return Err(AuthError::Required {
-                    hint: self.hint(),
-                    why: flow.ran_out.then_some(RAN_OUT),
-                });
-            }
-        };
-        // Looked up each time: the server may have moved to another authorization server.
-        let (metadata, resource_id, resource_scopes) = self
-            .discover(http, challenge.resource_metadata.as_deref())
-            .await?;
-        self.refuse_url_values(&resource_id)?;
-        let same_server = flow.issuer.as_ref() == Some(&metadata.issuer);
-        if !same_server {
-            // Tokens of one authorization server are never offered to another.
-            flow.tokens = None;
-            flow.scopes.clear();
-        }
-        let scopes = self.scopes(flow, challenge, step_up, &resource_scopes, &metadata)?;
-        let redirect_uri = authorizer
-            .as_ref()
-            .map(|authorizer| authorizer.redirect_uri())
-            .unwrap_or_default();
-        let client = self
-            .client_for(http, flow, &metadata, &redirect_uri)
-            .await?;
-        let dpop = self.dpop_key(flow, &metadata)?;
-        let (pending, code);
-        let grant = match authorizer.filter(|_| !machine) {
-            // A machine client asks for its own tokens; no user takes part.
-            None => Grant::ClientCredentials(&scopes),
-            Some(authorizer) => {
-                pending = flow::request(&metadata, &client, &redirect_uri, &resource_id, &scopes)?;
-                self.learn(pending.secrets().into_iter());
-                code = self
-                    .ask_user(authorizer.as_ref(), &pending, &metadata)
-                    .await?;
-                Grant::Code {
-                    code: &code,
-                    pending: &pending,
-                    redirect_uri: &redirect_uri,
-                }
-            }
-        };
-        let tokens = flow::tokens(
-            http,
-            &metadata,
-            &client,
-            grant,
-            &resource_id,
-            dpop.as_deref(),
-        )
-        .await?;
-        flow.scopes = scopes;
-        flow.resource = resource_id;
-        flow.issuer = Some(metadata.issuer.clone());
-        flow.metadata = Some(metadata);
-        flow.ran_out = false;
-        self.install(flow, tokens);
-        self.save(flow, None).await;
-        Ok(())
-    }
-
-    /// The client the Pack is to `metadata`'s authorization server: the one it has there, else
-    /// the configured one (bound to that server from now on) or one registered now, whose
-    /// secrets the scrubbers learn at once.
-    async fn client_for(
-        &self,
-        http: &Client,
-        flow: &mut FlowState,
-        metadata: &ServerMetadata,
-        redirect_uri: &str,
-    ) -> Result<ClientIdentity, AuthError> {
-        if let Some(client) = flow.clients.get(&metadata.issuer) {
-            return Ok(client.clone());
-        }
-        if self.configured.is_some() {
-            self.bind_configured(flow, &metadata.issuer)?;
-        }
-        let client = registration::identify(
-            http,
-            metadata,
-            self.configured.as_ref(),
-            self.host.metadata_url.as_deref(),
-            redirect_uri,
-        )
-        .await?;
-        let basic = flow::basic_credential(&client);
-        self.learn(client.secret.iter().chain(&basic).cloned());
-        flow.clients.insert(metadata.issuer.clone(), client.clone());
-        Ok(client)
-    }
-
-    /// The key that binds tokens to the Pack, when `metadata`'s server supports DPoP: the one
-    /// the Pack has, else a new one.
-    fn dpop_key(
-        &self,
-        flow: &mut FlowState,
-        metadata: &ServerMetadata,
-    ) -> Result<Option<Arc<DpopKey>>, AuthError> {
-        if !metadata.dpop {
-            return Ok(None);
-        }
-        if let Some(key) = &flow.dpop {
-            return Ok(Some(Arc::clone(key)));
-        }
-        let key = Arc::new(DpopKey::generate()?);
-        self.learn(std::iter::once(key.stored().clone()));
-        flow.dpop = Some(Arc::clone(&key));
-        Ok(Some(key))
-    }
-
-    /// Sends the user through `pending`'s authorization request by the Host's `authorizer`,
-    /// within [`AUTHORIZATION_DEADLINE`], and answers the code the Host carried back, checked.
+    /// Sends the user through `request` by the Host's authorizer, within
+    /// [`AUTHORIZATION_DEADLINE`], and answers the parameters the Host carried back.
     async fn ask_user(
         &self,
-        authorizer: &dyn Authorizer,
-        pending: &flow::Pending,
-        metadata: &ServerMetadata,
-    ) -> Result<Secret, AuthError> {
-        // The URL is the Pack's own, built on a checked endpoint; checked again as a whole
-        // before a Host sees it.
-        let url = fetch::checked_url(pending.url.as_str(), "the authorization URL")?;
-        self.refuse_url_values(url.as_str())?;
+        request: AuthorizationRequest,
+    ) -> Result<Vec<(String, String)>, AuthError> {
+        let Some(authorizer) = self.host.authorizer.clone() else {
+            return Err(AuthError::refused("this Host lends no authorizer"));
+        };
         tracing::debug!(server = %log_safe(&self.namespace), "asking the Host to authorize");
-        let request = AuthorizationRequest::new(self.namespace.clone(), url.as_str());
         self.waiting_for_user(true);
         let answer =
             tokio::time::timeout(AUTHORIZATION_DEADLINE, authorizer.authorize(request)).await;
         self.waiting_for_user(false);
-        let params = answer
+        answer
             .map_err(|_| {
                 AuthError::refused(format!(
                     "the authorization was not completed within {} s",
                     AUTHORIZATION_DEADLINE.as_secs()
                 ))
             })?
-            .map_err(|e| {
-                AuthError::refused_saying("the authorization did not complete", e.reason)
-            })?;
-        // The code is a secret from the moment it arrives, before anything reads it.
-        let codes = params.iter().filter(|(k, _)| k == "code");
-        self.learn(codes.map(|(_, code)| Secret::new(code.clone())));
-        flow::code(pending, metadata, &params)
+            .map_err(|e| AuthError::refused_saying("the authorization did not complete", e.reason))
     }
-
-    /// Binds the configured client to `issuer` if it is bound to none yet; refuses to present
-    /// it to any other. A client the user registered with one authorization server, and its
-    /// secret or key, go to that server alone, whatever the MCP server names later.
-    fn bind_configured(&self, flow: &mut FlowState, issuer: &str) -> Result<(), AuthError> {
-        match &flow.configured_issuer {
-            None => {
-                flow.configured_issuer = Some(issuer.to_owned());
-                Ok(())
-            }
-            Some(bound) if bound == issuer => Ok(()),
-            Some(bound) => {
-                // By their origins; by the issuers themselves when they share one.
-                let (mut was, mut now) = (origin(bound), origin(issuer));
-                if was == now {
-                    (was, now) = (bound.clone(), issuer.to_owned());
-                }
-                Err(AuthError::refused(format!(
-                    "{}: the configured OAuth client (oauth.clientId) belongs to the \
-                     authorization server at {was}, but the server now sends it to the one at \
-                     {now}, so its credentials are not presented there; if that authorization \
-                     server is the right one, name its issuer in oauth.issuer",
-                    self.namespace
-                )))
-            }
-        }
-    }
-
-    /// Refuses to send or show `text` when it holds a value expanded into the server's URL.
-    fn refuse_url_values(&self, text: &str) -> Result<(), AuthError> {
-        if matches!(self.url_values.scrub(text), Cow::Borrowed(_)) {
-            return Ok(());
-        }
-        Err(AuthError::refused(
-            "the server's url holds a value of ${env:...} or ${userHome} in a part an \
-             authorization server would be sent or the user shown (the resource the tokens \
-             are for, the address of the authorization): write that part of the url without \
-             one, and send the secret in a header instead",
-        ))
-    }
-
-    /// Who authorizes the server: its authorization server's metadata, the resource to ask
-    /// tokens for, and the scopes the resource lists.
-    async fn discover(
-        &self,
-        http: &Client,
-        announced: Option<&str>,
-    ) -> Result<(ServerMetadata, String, Vec<String>), AuthError> {
-        match discovery::protected_resource(http, self.server.expose(), announced).await? {
-            Some(resource) => {
-                let metadata = discovery::authorization_server(http, &resource.issuer)
-                    .await?
-                    .ok_or_else(|| {
-                        AuthError::refused("the authorization server publishes no metadata")
-                    })?;
-                Ok((metadata, resource.resource, resource.scopes_supported))
-            }
-            None => Ok((
-                discovery::legacy_authorization_server(http, self.server.expose()).await?,
-                canonical(self.server.expose()),
-                Vec::new(),
-            )),
-        }
-    }
-
-    /// The scopes to ask for: the challenge's, else the resource's, together with those asked
-    /// for before from the same authorization server (so re-authorizing never loses a scope).
-    /// A step-up that would ask for nothing new is refused: authorizing again cannot help.
-    fn scopes(
-        &self,
-        flow: &FlowState,
-        challenge: &Challenge,
-        step_up: bool,
-        resource_scopes: &[String],
-        metadata: &ServerMetadata,
-    ) -> Result<Vec<String>, AuthError> {
-        let challenged = challenge.scopes();
-        if step_up && challenged.iter().all(|s| flow.scopes.contains(s)) {
-            return Err(AuthError::refused_saying(
-                "the server refuses the token for lack of scopes it was asked with; \
-                 authorizing again would not help",
-                challenged.join(" "),
-            ));
-        }
-        let wanted = if challenged.is_empty() {
-            resource_scopes.to_vec()
-        } else {
-            challenged
-        };
-        let mut scopes = flow.scopes.clone();
-        for scope in wanted {
-            if !scopes.contains(&scope) {
-                scopes.push(scope);
-            }
-        }
-        let offline = metadata
-            .scopes_supported
-            .iter()
-            .any(|s| s == OFFLINE_ACCESS);
-        if offline && !scopes.is_empty() && !scopes.iter().any(|s| s == OFFLINE_ACCESS) {
-            scopes.push(OFFLINE_ACCESS.to_owned());
-        }
-        Ok(scopes)
-    }
-
-    /// Makes `tokens` the current ones: learnt by the scrubbers first, then sent. The
-    /// registered clients' secrets and the DPoP key are learnt again with them: the scrubber
-    /// keeps only its newest learned secrets, and these are used at every refresh.
-    fn install(&self, flow: &mut FlowState, tokens: Tokens) {
-        let clients = flow.clients.values();
-        let clients =
-            clients.flat_map(|c| c.secret.iter().cloned().chain(flow::basic_credential(c)));
-        let dpop = flow.dpop.as_ref().map(|key| key.stored().clone());
-        let tokens_now =
-            std::iter::once(tokens.access.clone()).chain(tokens.refresh.iter().cloned());
-        self.learn(tokens_now.chain(clients).chain(dpop));
-        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
-        current.token = Some(tokens.access.clone());
-        current.dpop = flow.dpop.clone().filter(|_| tokens.bound);
-        current.refresh_at = tokens.refresh_at;
-        current.generation += 1;
-        flow.tokens = Some(tokens);
-    }
-
-    fn learn(&self, secrets: impl Iterator<Item = Secret>) {
-        self.scrubber.learn(secrets);
-    }
-
-    fn hint(&self) -> String {
-        match &self.host.hint {
-            Some(hint) => hint.replace("{namespace}", &self.namespace),
-            None => "this Host cannot log in to servers".to_owned(),
-        }
-    }
-}
-
-/// The origin of an issuer (`https://host:port`), how a reason names an authorization server.
-fn origin(issuer: &str) -> String {
-    Url::parse(issuer).map_or_else(
-        |_| issuer.to_owned(),
-        |url| url.origin().ascii_serialization(),
-    )
-}
-
-/// The server's URL as a resource identifier (RFC 8707) when it publishes no metadata: no
-/// query (it may hold a credential, and the authorization server has no need of it), no
-/// fragment.
-fn canonical(server: &Url) -> String {
-    let mut url = server.clone();
-    url.set_query(None);
-    url.set_fragment(None);
-    url.to_string()
 }

@@ -1,5 +1,6 @@
 //! The HTTP layer under both the transport and authorization: the client every request of
-//! the Pack goes out on, a body read within a cap, and a failed request told without its URL.
+//! the Pack goes out on, the one sender every request goes out through, a body read within a
+//! cap, and a failed request told without its URL.
 //!
 //! Both the MCP servers and the authorization servers are untrusted parties reached over the
 //! same client, so what keeps a request from carrying a header elsewhere (no redirect
@@ -10,10 +11,10 @@
 use std::borrow::Cow;
 use std::error::Error as _;
 
-use reqwest::header::HeaderName;
-use reqwest::{Client, ClientBuilder, Response};
+use reqwest::header::{HeaderMap, HeaderName};
+use reqwest::{Client, ClientBuilder, RequestBuilder, Response};
 
-use crate::policy::{CONNECT_TIMEOUT, MAX_ERROR_CHARS, redirect_policy};
+use crate::policy::{CONNECT_TIMEOUT, MAX_ERROR_CHARS, MAX_OAUTH_QUOTED_CHARS, redirect_policy};
 use crate::text::{Scrubber, Untrusted};
 
 /// `DPoP-Nonce` (RFC 9449): what a server or an authorization server asks the next proofs to
@@ -32,54 +33,130 @@ pub(crate) fn client_builder() -> ClientBuilder {
         .user_agent(concat!("plugin_mcp/", env!("CARGO_PKG_VERSION")))
 }
 
-/// Why a capped read stopped short.
-pub(crate) enum Capped {
+/// Why a request's answer could not be had.
+#[derive(Debug)]
+pub(crate) enum Unanswered {
+    /// The request could not be sent or no answer came (connect, TLS, reset).
+    Unsent(Failure),
+    /// A 3xx, with its status: no redirect is followed, so no header of the Pack's goes
+    /// anywhere else.
+    Redirect(u16),
     /// The body is larger than the cap: nothing more is read.
     TooLarge,
-    /// It broke off.
+    /// The body broke off.
     Broke(Failure),
+}
+
+/// Sends `request`: the answer, its body still to be read, or why none came. Every request
+/// of the Pack goes out here, and a redirect is refused here, before its body is read.
+pub(crate) async fn send(request: RequestBuilder) -> Result<Response, Unanswered> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| Unanswered::Unsent(describe(e)))?;
+    if response.status().is_redirection() {
+        return Err(Unanswered::Redirect(response.status().as_u16()));
+    }
+    Ok(response)
+}
+
+/// An answer read whole.
+pub(crate) struct Whole {
+    pub(crate) status: u16,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Vec<u8>,
+}
+
+/// Sends `request` ([`send`]) and reads its answer whole within `limit` bytes.
+pub(crate) async fn send_capped(
+    request: RequestBuilder,
+    limit: usize,
+) -> Result<Whole, Unanswered> {
+    let mut response = send(request).await?;
+    let status = response.status().as_u16();
+    let headers = std::mem::take(response.headers_mut());
+    let body = read_capped(response, limit).await?;
+    Ok(Whole {
+        status,
+        headers,
+        body,
+    })
 }
 
 /// Reads a whole body, failing as soon as it passes `limit` bytes: `Content-Length` is not
 /// trusted.
-pub(crate) async fn read_capped(mut response: Response, limit: usize) -> Result<Vec<u8>, Capped> {
+pub(crate) async fn read_capped(
+    mut response: Response,
+    limit: usize,
+) -> Result<Vec<u8>, Unanswered> {
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| Capped::Broke(describe(e)))?
+        .map_err(|e| Unanswered::Broke(describe(e)))?
     {
         if body.len() + chunk.len() > limit {
-            return Err(Capped::TooLarge);
+            return Err(Unanswered::TooLarge);
         }
         body.extend_from_slice(&chunk);
     }
     Ok(body)
 }
 
-/// A request reqwest could not complete: what failed, in the Pack's words, and the causes it
-/// gave, without the URL. The causes are other crates' words, which may name the server's
-/// host or quote its certificate, so they are kept as [`Untrusted`].
+/// Something that failed: what, in the Pack's words, and what a party said of it (another
+/// crate's causes, an authorization server's error), kept [`Untrusted`] until it is shown:
+/// those words may name a server's host, quote its certificate, or quote a secret the party
+/// was sent.
 #[derive(Debug, Clone)]
 pub(crate) struct Failure {
-    what: Cow<'static, str>,
-    causes: Option<Untrusted<String>>,
+    words: Cow<'static, str>,
+    said: Option<Untrusted<String>>,
 }
 
 impl Failure {
-    /// A failure with no cause to quote.
-    pub(crate) fn new(what: impl Into<Cow<'static, str>>) -> Self {
+    /// A failure with nothing said of it.
+    pub(crate) fn new(words: impl Into<Cow<'static, str>>) -> Self {
         Self {
-            what: what.into(),
-            causes: None,
+            words: words.into(),
+            said: None,
         }
     }
 
-    /// What failed, then its causes.
+    /// A failure in the Pack's `words`, and what a party `said` of it.
+    pub(crate) fn saying(words: impl Into<Cow<'static, str>>, said: String) -> Self {
+        Self {
+            words: words.into(),
+            said: Some(Untrusted::new(said)),
+        }
+    }
+
+    /// The failure with `scrubber`'s secrets scrubbed from what was said, for a secret only
+    /// the place that made it knows (it is scrubbed again, with every other secret, when it
+    /// is shown).
+    pub(crate) fn scrubbed_by(self, scrubber: &Scrubber) -> Self {
+        Self {
+            said: (self.said).map(|said| Untrusted::new(scrubber.scrub(said.peek()).into_owned())),
+            ..self
+        }
+    }
+
+    /// What failed, then its causes after a colon, within [`MAX_ERROR_CHARS`].
     pub(crate) fn render(&self, scrubber: &Scrubber) -> String {
-        match &self.causes {
-            None => self.what.clone().into_owned(),
-            Some(causes) => format!("{}: {}", self.what, causes.show(scrubber, MAX_ERROR_CHARS)),
+        match &self.said {
+            None => self.words.clone().into_owned(),
+            Some(said) => format!("{}: {}", self.words, said.show(scrubber, MAX_ERROR_CHARS)),
+        }
+    }
+
+    /// What failed, then what the party said quoted in parentheses, within
+    /// [`MAX_OAUTH_QUOTED_CHARS`].
+    pub(crate) fn render_quoted(&self, scrubber: &Scrubber) -> String {
+        match &self.said {
+            None => self.words.clone().into_owned(),
+            Some(said) => {
+                let said = said.show(scrubber, MAX_OAUTH_QUOTED_CHARS);
+                format!("{} ({said})", self.words)
+            }
         }
     }
 }
@@ -106,8 +183,8 @@ pub(crate) fn describe(e: reqwest::Error) -> Failure {
         }
         source = cause.source();
     }
-    Failure {
-        what: Cow::Borrowed(what),
-        causes: (!causes.is_empty()).then(|| Untrusted::new(causes)),
+    match causes.is_empty() {
+        true => Failure::new(what),
+        false => Failure::saying(what, causes),
     }
 }

@@ -28,12 +28,14 @@
 //!   changed; paging, cancellation, restarts.
 //! - `jsonrpc`: the JSON-RPC messages of both eras as typed values, and every server message
 //!   read into one typed enum.
-//! - `http`: the layer under the transport and authorization: the one client, capped reads,
-//!   failures without their URL.
+//! - `http`: the layer under the transport and authorization: the one client, the one
+//!   sender (no redirect followed), capped reads, failures without their URL.
 //! - `transport`: Streamable HTTP over reqwest and rustls, with byte caps; `transport::route`
 //!   picks pooled or new connections per server, against the delayed-ACK stall.
-//! - `auth`: OAuth 2.1 for servers that ask (`challenge`, `discovery`, `registration`, `flow`,
-//!   `assertion`, `dpop`, `fetch`, `stored`, `error`), on the transport's `401` and `403`.
+//! - `auth`: OAuth 2.1 for servers that ask, on the transport's `401` and `403`: `machine`
+//!   decides each step without I/O, `Authorization` does the I/O it asks for (`discovery`,
+//!   `registration`, `flow`, `fetch`, the Host's store and authorizer); beside them
+//!   `challenge`, `assertion`, `dpop`, `stored`, `current`, `error`.
 //! - `sse`: the event stream of an answer, parsed without I/O, each event capped.
 //! - `envelope`: checks server data with `text`'s rules: `catalog` (reads `tools/list`
 //!   pages), `tool_check` (accepts tools and checks against their schemas; `expansion` bounds

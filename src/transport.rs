@@ -34,7 +34,7 @@ use tokio::runtime::Handle;
 
 use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
 use crate::config::{Header, ServerSpec};
-use crate::http::{self, Capped, DPOP_NONCE, Failure, describe};
+use crate::http::{self, DPOP_NONCE, Failure, Unanswered, describe};
 use crate::policy::{
     MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_ERROR_CHARS, MAX_RESPONSE_BYTES,
     MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS, MAX_STREAM_DRAIN_BYTES,
@@ -278,7 +278,7 @@ impl Transport {
     ) -> Result<(Response, Instant), TransportError> {
         let Some(auth) = &self.endpoint.auth else {
             let at = Instant::now();
-            return Ok((answered(request.send().await)?, at));
+            return Ok((answered(request).await?, at));
         };
         let mut authorizations = 0;
         loop {
@@ -296,7 +296,7 @@ impl Transport {
                 }
             }
             let at = Instant::now();
-            let response = answered(attempt.send().await)?;
+            let response = answered(attempt).await?;
             let Some(challenge) = challenge_of(&response, in_session) else {
                 return Ok((response, at));
             };
@@ -397,7 +397,7 @@ impl Transport {
             .pooled()
             .get(self.endpoint.url.expose().clone())
             .headers(headers);
-        let response = checked(answered(request.send().await)?).await?;
+        let response = checked(answered(request).await?).await?;
         match content_type(&response) {
             Some(kind) if kind.eq_ignore_ascii_case(EVENT_STREAM_TYPE) => {
                 Ok(EventStream::new(response, None))
@@ -417,20 +417,17 @@ impl Transport {
             .pooled()
             .delete(self.endpoint.url.expose().clone())
             .headers(headers);
-        if let Ok(response) = request.send().await {
+        if let Ok(response) = http::send(request).await {
             let _ = read_capped(response).await;
         }
     }
 }
 
-/// `response` if it is a 2xx; every other answer is an error, with what the server said of
-/// it (a JSON-RPC error's message, or the first of its text), read within
-/// [`MAX_ERROR_BODY_BYTES`].
+/// `response` if it is a 2xx; every other answer is an error (a redirect was refused by the
+/// sender already), with what the server said of it (a JSON-RPC error's message, or the first
+/// of its text), read within [`MAX_ERROR_BODY_BYTES`].
 async fn checked(response: Response) -> Result<Response, TransportError> {
     let status = response.status();
-    if status.is_redirection() {
-        return Err(TransportError::Redirect(status.as_u16()));
-    }
     if !status.is_success() {
         let said = error_text(response).await.map(Untrusted::new);
         return Err(TransportError::Status {
@@ -485,9 +482,21 @@ fn challenge_of(response: &Response, in_session: bool) -> Option<Challenge> {
     (status == StatusCode::UNAUTHORIZED || step_up).then_some(challenge)
 }
 
-/// A sent request's answer, or why it did not come, without the URL.
-fn answered(sent: Result<Response, reqwest::Error>) -> Result<Response, TransportError> {
-    sent.map_err(|e| TransportError::Send(describe(e)))
+/// `request`'s answer, sent by the Pack's one sender, or why it did not come, without the URL.
+async fn answered(request: RequestBuilder) -> Result<Response, TransportError> {
+    http::send(request).await.map_err(unanswered)
+}
+
+/// The transport's error for an answer [`http`] could not have.
+fn unanswered(unanswered: Unanswered) -> TransportError {
+    match unanswered {
+        Unanswered::Unsent(failure) => TransportError::Send(failure),
+        Unanswered::Redirect(status) => TransportError::Redirect(status),
+        Unanswered::TooLarge => TransportError::TooLarge {
+            limit: MAX_RESPONSE_BYTES,
+        },
+        Unanswered::Broke(failure) => TransportError::Body(failure),
+    }
 }
 
 /// The media type of the answer, without parameters, compared ignoring case. It is the
@@ -527,12 +536,7 @@ fn session_id_of(response: &Response) -> Result<Option<HeaderValue>, TransportEr
 async fn read_capped(response: Response) -> Result<Vec<u8>, TransportError> {
     http::read_capped(response, MAX_RESPONSE_BYTES)
         .await
-        .map_err(|capped| match capped {
-            Capped::TooLarge => TransportError::TooLarge {
-                limit: MAX_RESPONSE_BYTES,
-            },
-            Capped::Broke(failure) => TransportError::Body(failure),
-        })
+        .map_err(unanswered)
 }
 
 /// How far [`read_received`] got.

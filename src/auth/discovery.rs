@@ -14,6 +14,53 @@ use super::AuthError;
 use super::dpop;
 use super::fetch::{self, checked_url};
 
+/// Who authorizes a server, found: its authorization server's metadata, the resource to ask
+/// tokens for, and the scopes the resource lists.
+#[derive(Debug, Clone)]
+pub(crate) struct Discovery {
+    pub(crate) metadata: ServerMetadata,
+    pub(crate) resource: String,
+    pub(crate) scopes: Vec<String>,
+}
+
+/// Who authorizes `server`: by its resource metadata (where the challenge `announced` it,
+/// else at the well-known locations), else by the 2025-03-26 fallback.
+pub(crate) async fn discover(
+    http: &Client,
+    server: &Url,
+    announced: Option<&str>,
+) -> Result<Discovery, AuthError> {
+    match protected_resource(http, server, announced).await? {
+        Some(resource) => {
+            let metadata = authorization_server(http, &resource.issuer)
+                .await?
+                .ok_or_else(|| {
+                    AuthError::refused("the authorization server publishes no metadata")
+                })?;
+            Ok(Discovery {
+                metadata,
+                resource: resource.resource,
+                scopes: resource.scopes_supported,
+            })
+        }
+        None => Ok(Discovery {
+            metadata: legacy_authorization_server(http, server).await?,
+            resource: canonical(server),
+            scopes: Vec::new(),
+        }),
+    }
+}
+
+/// The server's URL as a resource identifier (RFC 8707) when it publishes no metadata: no
+/// query (it may hold a credential, and the authorization server has no need of it), no
+/// fragment. Also what a kept record names its server by.
+pub(crate) fn canonical(server: &Url) -> String {
+    let mut url = server.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    url.to_string()
+}
+
 /// What the MCP server says about itself (RFC 9728 §2).
 #[derive(Debug, Clone)]
 pub(crate) struct ProtectedResource {
@@ -78,7 +125,7 @@ struct MetadataDocument {
 /// The server's resource metadata: from the challenge's `resource_metadata`, else from the
 /// well-known locations for its URL (path-aware first, then the root). `None` when there is
 /// none, for the 2025-03-26 fallback.
-pub(crate) async fn protected_resource(
+async fn protected_resource(
     client: &Client,
     server: &Url,
     announced: Option<&str>,
@@ -149,7 +196,7 @@ fn covers(resource: &str, server: &Url) -> bool {
 /// The metadata of the authorization server `issuer`, from the first of the specification's
 /// locations that has it; `None` when none does. Metadata that names another issuer is
 /// refused: it would let one server send the user, and the code, to another.
-pub(crate) async fn authorization_server(
+async fn authorization_server(
     client: &Client,
     issuer: &str,
 ) -> Result<Option<ServerMetadata>, AuthError> {
@@ -230,7 +277,7 @@ fn checked_metadata(document: MetadataDocument, openid: bool) -> Result<ServerMe
 /// The 2025-03-26 fallback for a server without resource metadata: its origin is the
 /// authorization server, and without metadata there the endpoints are the default paths.
 /// PKCE is used all the same: such a server cannot say whether it supports it.
-pub(crate) async fn legacy_authorization_server(
+async fn legacy_authorization_server(
     client: &Client,
     server: &Url,
 ) -> Result<ServerMetadata, AuthError> {

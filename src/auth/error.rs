@@ -2,16 +2,16 @@
 //! apart until it is shown.
 //!
 //! An authorization server's error text may quote anything it was sent: a refresh token, a
-//! code, a verifier, the client's secret. So a [`Reason`] holds it as [`Untrusted`] and has no
-//! `Display`: the only way to a text is [`AuthError::render`], which shows the party's words
-//! through the envelope (scrubbed, then cleaned, then cut) with the scrubber of the place that
-//! renders it.
+//! code, a verifier, the client's secret. So a refusal is a [`Failure`], which holds it as
+//! untrusted and has no `Display`: the only way to a text is [`AuthError::render`], which shows
+//! the party's words through the envelope (scrubbed, then cleaned, then cut) with the scrubber
+//! of the place that renders it.
 
 use std::borrow::Cow;
 
 use crate::http::Failure;
-use crate::policy::{MAX_ERROR_CHARS, MAX_OAUTH_QUOTED_CHARS};
-use crate::text::{Scrubber, Shown, Untrusted, show};
+use crate::policy::MAX_ERROR_CHARS;
+use crate::text::{Scrubber, Shown, show};
 
 /// Why a server could not be authorized.
 #[derive(Debug, Clone)]
@@ -25,46 +25,28 @@ pub(crate) enum AuthError {
     },
     /// An authorization server or a metadata document could not be reached.
     Unreachable(Failure),
-    /// An answer was refused, or the flow could not go on.
-    Refused(Reason),
-}
-
-/// What went wrong: the Pack's own words, then what the party said, if it said anything.
-#[derive(Debug, Clone)]
-pub(crate) struct Reason {
-    words: Cow<'static, str>,
-    said: Option<Untrusted<String>>,
+    /// An answer was refused, or the flow could not go on: the Pack's own words, then what
+    /// the party said, if it said anything (quoted in parentheses).
+    Refused(Failure),
 }
 
 impl AuthError {
     /// Refused, in the Pack's words only.
     pub(crate) fn refused(words: impl Into<Cow<'static, str>>) -> Self {
-        Self::Refused(Reason {
-            words: words.into(),
-            said: None,
-        })
+        Self::Refused(Failure::new(words))
     }
 
     /// Refused, in the Pack's words, then the party's (quoted in parentheses).
     pub(crate) fn refused_saying(words: impl Into<Cow<'static, str>>, said: String) -> Self {
-        Self::Refused(Reason {
-            words: words.into(),
-            said: Some(Untrusted::new(said)),
-        })
+        Self::Refused(Failure::saying(words, said))
     }
 
     /// The error with `scrubber`'s secrets scrubbed from what the party said, for a secret
     /// only the place that made the error knows (it is scrubbed again, with every other
     /// secret, when the error is shown).
     pub(crate) fn scrubbed_by(self, scrubber: &Scrubber) -> Self {
-        let scrub = |reason: Reason| Reason {
-            said: reason
-                .said
-                .map(|said| Untrusted::new(scrubber.scrub(said.peek()).into_owned())),
-            ..reason
-        };
         match self {
-            Self::Refused(reason) => Self::Refused(scrub(reason)),
+            Self::Refused(reason) => Self::Refused(reason.scrubbed_by(scrubber)),
             other => other,
         }
     }
@@ -83,7 +65,9 @@ impl AuthError {
                 "authorization failed: could not reach the authorization server: {}",
                 failure.render(scrubber)
             ),
-            Self::Refused(reason) => format!("authorization failed: {}", reason.render(scrubber)),
+            Self::Refused(reason) => {
+                format!("authorization failed: {}", reason.render_quoted(scrubber))
+            }
         };
         show(scrubber, &text, MAX_ERROR_CHARS)
     }
@@ -97,21 +81,10 @@ impl std::fmt::Display for AuthError {
     }
 }
 
-impl Reason {
-    fn render(&self, scrubber: &Scrubber) -> String {
-        match &self.said {
-            None => self.words.clone().into_owned(),
-            Some(said) => {
-                let said = said.show(scrubber, MAX_OAUTH_QUOTED_CHARS);
-                format!("{} ({said})", self.words)
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::MAX_OAUTH_QUOTED_CHARS;
     use crate::secret::Secret;
 
     #[test]

@@ -13,7 +13,7 @@ use reqwest::{Client, RequestBuilder, Url};
 use serde::de::DeserializeOwned;
 
 use super::{AuthError, dpop};
-use crate::http::{Capped, DPOP_NONCE, Failure, describe, read_capped};
+use crate::http::{self, DPOP_NONCE, Failure, Unanswered};
 use crate::policy::{MAX_OAUTH_RESPONSE_BYTES, OAUTH_REQUEST_DEADLINE};
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
@@ -125,41 +125,36 @@ pub(crate) async fn post_json(
 }
 
 async fn send(request: RequestBuilder) -> Result<Answer, AuthError> {
-    let exchange = async {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| AuthError::Unreachable(describe(e)))?;
-        let status = response.status();
-        let dpop_nonce = dpop::nonce(response.headers().get(DPOP_NONCE));
-        if status.is_redirection() {
-            return Err(AuthError::refused(format!(
-                "an authorization request was answered with a redirect (HTTP {}), which is not followed",
-                status.as_u16()
-            )));
-        }
-        let body = read_capped(response, MAX_OAUTH_RESPONSE_BYTES)
-            .await
-            .map_err(|capped| match capped {
-                Capped::TooLarge => AuthError::refused(format!(
-                    "an authorization answer is larger than {MAX_OAUTH_RESPONSE_BYTES} bytes"
-                )),
-                Capped::Broke(failure) => AuthError::Unreachable(failure),
-            })?;
-        Ok(Answer {
-            status: status.as_u16(),
-            body,
-            dpop_nonce,
-        })
-    };
-    tokio::time::timeout(OAUTH_REQUEST_DEADLINE, exchange)
-        .await
-        .unwrap_or_else(|_| {
-            Err(AuthError::Unreachable(Failure::new(format!(
+    let exchange = http::send_capped(request, MAX_OAUTH_RESPONSE_BYTES);
+    let whole = match tokio::time::timeout(OAUTH_REQUEST_DEADLINE, exchange).await {
+        Ok(Ok(whole)) => whole,
+        Ok(Err(unanswered)) => return Err(unanswered_error(unanswered)),
+        Err(_) => {
+            return Err(AuthError::Unreachable(Failure::new(format!(
                 "an authorization request took longer than {} s",
                 OAUTH_REQUEST_DEADLINE.as_secs()
-            ))))
-        })
+            ))));
+        }
+    };
+    Ok(Answer {
+        status: whole.status,
+        dpop_nonce: dpop::nonce(whole.headers.get(DPOP_NONCE)),
+        body: whole.body,
+    })
+}
+
+/// Why an authorization request got no answer, in the flow's terms.
+fn unanswered_error(unanswered: Unanswered) -> AuthError {
+    match unanswered {
+        Unanswered::Unsent(failure) | Unanswered::Broke(failure) => AuthError::Unreachable(failure),
+        Unanswered::Redirect(status) => AuthError::refused(format!(
+            "an authorization request was answered with a redirect (HTTP {status}), which is \
+             not followed"
+        )),
+        Unanswered::TooLarge => AuthError::refused(format!(
+            "an authorization answer is larger than {MAX_OAUTH_RESPONSE_BYTES} bytes"
+        )),
+    }
 }
 
 #[cfg(test)]

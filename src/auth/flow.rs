@@ -182,15 +182,15 @@ pub(crate) fn basic_credential(client: &ClientIdentity) -> Option<Secret> {
 }
 
 /// The grant a token request makes.
-pub(crate) enum Grant<'a> {
+pub(crate) enum Grant {
     Code {
-        code: &'a Secret,
-        pending: &'a Pending,
-        redirect_uri: &'a str,
+        code: Secret,
+        pending: Pending,
+        redirect_uri: String,
     },
-    Refresh(&'a Secret),
+    Refresh(Secret),
     /// A machine client's own tokens (RFC 6749 §4.4), for these scopes.
-    ClientCredentials(&'a [String]),
+    ClientCredentials(Vec<String>),
 }
 
 /// Exchanges a grant at the token endpoint, with the `resource` and the client's proof; with
@@ -199,15 +199,15 @@ pub(crate) async fn tokens(
     http: &Client,
     metadata: &ServerMetadata,
     client: &ClientIdentity,
-    grant: Grant<'_>,
+    grant: &Grant,
     resource: &str,
     dpop: Option<&DpopKey>,
 ) -> Result<Tokens, AuthError> {
-    let scope = match &grant {
+    let scope = match grant {
         Grant::ClientCredentials(scopes) if !scopes.is_empty() => Some(scopes.join(" ")),
         _ => None,
     };
-    let mut form = grant_form(&grant, scope.as_deref());
+    let mut form = grant_form(grant, scope.as_deref());
     form.push(("resource", resource));
     let assertion = match (&client.method, &client.private_key) {
         (Method::PrivateKeyJwt, Some(key)) => {
@@ -231,7 +231,7 @@ pub(crate) async fn tokens(
 }
 
 /// The token request's form for `grant`, before the resource and the client's credentials.
-fn grant_form<'a>(grant: &'a Grant<'_>, scope: Option<&'a str>) -> Vec<(&'static str, &'a str)> {
+fn grant_form<'a>(grant: &'a Grant, scope: Option<&'a str>) -> Vec<(&'static str, &'a str)> {
     let mut form = match grant {
         Grant::Code {
             code,
@@ -240,7 +240,7 @@ fn grant_form<'a>(grant: &'a Grant<'_>, scope: Option<&'a str>) -> Vec<(&'static
         } => vec![
             ("grant_type", "authorization_code"),
             ("code", code.expose()),
-            ("redirect_uri", *redirect_uri),
+            ("redirect_uri", redirect_uri.as_str()),
             ("code_verifier", pending.verifier.expose()),
         ],
         Grant::Refresh(refresh) => vec![
@@ -322,11 +322,7 @@ async fn send_proven(
 
 /// The tokens of a `200` answer to `grant`, checked: a type the request allows (`DPoP` only
 /// when `proven`), an access token that can be sent in a header.
-fn read_tokens(
-    answer: &fetch::Answer,
-    grant: Grant<'_>,
-    proven: bool,
-) -> Result<Tokens, AuthError> {
+fn read_tokens(answer: &fetch::Answer, grant: &Grant, proven: bool) -> Result<Tokens, AuthError> {
     #[derive(Deserialize)]
     struct TokenAnswer {
         access_token: String,

@@ -78,6 +78,15 @@ pub(crate) async fn identify(
             method: Method::None,
         });
     }
+    register(client, metadata, redirect_uri).await
+}
+
+/// Dynamic Client Registration (RFC 7591) at `metadata`'s registration endpoint.
+async fn register(
+    client: &Client,
+    metadata: &ServerMetadata,
+    redirect_uri: &str,
+) -> Result<ClientIdentity, AuthError> {
     let Some(endpoint) = &metadata.registration_endpoint else {
         return Err(AuthError::refused(
             "the authorization server offers no way to register this client (no \

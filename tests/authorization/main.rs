@@ -6,6 +6,7 @@
 //!
 //! - `flow`: the flow itself: refused before any user is asked, no code sent, no redirect
 //!   followed, no token or configured header where it must not go, refreshes, the store.
+//! - `hold`: the store's hold of a server's key, taken by a refresh only when it can help.
 //! - `identity`: a client goes only to its authorization server; what a login keeps.
 //! - `texts`: no secret leaves through a party's error text, a cut, a log line or a URL.
 
@@ -13,6 +14,7 @@
 mod support;
 
 mod flow;
+mod hold;
 mod identity;
 mod texts;
 
