@@ -29,7 +29,9 @@ use crate::config::ServerSpec;
 use crate::edge::{self, Render};
 use crate::envelope::{Catalog, ToolSet};
 use crate::pins::Pins;
-use crate::policy::{MAX_ERROR_CHARS, RELIST_MIN_INTERVAL, START_ATTEMPT_DEADLINE, retry_delay};
+use crate::policy::{
+    MAX_ERROR_CHARS, RELIST_MIN_INTERVAL, Refusal, START_ATTEMPT_DEADLINE, retry_delay,
+};
 use crate::session::{CacheHints, Changes, Listed, Session, SessionError, SharedSession, Tell};
 use crate::text;
 use crate::text::{Scrubber, Shown, log_safe};
@@ -44,7 +46,7 @@ pub(crate) enum Status {
     /// again.
     Failed(Shown),
     /// The entry was refused; nothing will be tried.
-    Refused(String),
+    Refused(Refusal),
     /// The user turned the server off (its pin record says so): it is not contacted.
     Disabled,
 }
@@ -58,7 +60,7 @@ impl Status {
                 tools: ready.catalog.names(),
             },
             Self::Failed(reason) => BackendState::Failed(reason.as_str().to_owned()),
-            Self::Refused(reason) => BackendState::Refused(reason.clone()),
+            Self::Refused(refusal) => BackendState::Refused(refusal.to_string()),
             Self::Disabled => BackendState::Disabled,
         }
     }

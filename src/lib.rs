@@ -137,7 +137,7 @@ impl PackFactory for Factory {
             match entry {
                 Entry::Refused(refusal) => {
                     tracing::warn!(server = %text::log_safe(&name), reason = %refusal, "server entry refused");
-                    let status = Status::Refused(refusal.to_string());
+                    let status = Status::Refused(refusal);
                     servers.push(Arc::new(Server::new(name, status, &board, None)));
                 }
                 Entry::Remote(spec) => {

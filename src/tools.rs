@@ -260,7 +260,7 @@ impl CallContext {
             let headers = tool
                 .param_headers
                 .headers(&arguments)
-                .map_err(|e| ToolError::Invalid(e.to_string()))?;
+                .map_err(|e| ToolError::Invalid(e.render(&self.scrubber).into_string()))?;
             let report = progress
                 .as_ref()
                 .map(|sink| move |noticed| sink(edge::progress(noticed, &self.scrubber)));
