@@ -2,7 +2,7 @@
 //! a session's error, a session's troubles (logged), a call's progress (handed to the Host), a
 //! header declaration or argument refused. Each is shown here, once, by [`Render`] with the
 //! Pack's scrubber, which knows every server's secrets: below the edge nothing holds one, and
-//! what a server said stays [`Untrusted`](crate::text::Untrusted) until it arrives here.
+//! what a server said stays [`Untrusted`] until it arrives here.
 
 use reqwest::StatusCode;
 use runvil_plugin::Progress;

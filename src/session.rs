@@ -1,7 +1,8 @@
 //! One server's MCP conversation, in whichever era the server speaks: the JSON-RPC requests
 //! the Pack makes (paged `tools/list`, `tools/call`) and the duties of each revision on the way.
 //!
-//! - `era`: which revision a server speaks, probed once when it starts.
+//! - `era`: which [`Revision`] a server speaks, probed once when it starts, and the state of
+//!   its conversation in it.
 //! - `modern`: 2026-07-28, each request on its own with `_meta` and mirrored headers.
 //! - `legacy`: 2025-11-25 and before, the handshake and the session.
 //! - `exchange`: one request and its answer, from a JSON body or an SSE stream.
@@ -30,12 +31,12 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 
+use self::era::{Era, Revision};
 use self::exchange::Link;
 
 pub(crate) use self::changes::Changes;
-use self::legacy::Legacy;
 pub(crate) use self::listen::{Broke, End, Refusal};
-use self::modern::{Completion, Modern};
+use self::modern::Completion;
 pub(crate) use self::outbound::{Noticed, Outbound, Report};
 use crate::envelope::{Catalog, TooManyBytes, ToolSet};
 use crate::jsonrpc::{CallParams, ListParams, RpcError};
@@ -49,11 +50,6 @@ use crate::wire::{Loose, Object};
 pub(crate) struct Session {
     link: Link,
     era: Era,
-}
-
-enum Era {
-    Modern(Modern),
-    Legacy(Legacy),
 }
 
 impl fmt::Debug for Session {
@@ -113,14 +109,10 @@ impl Session {
         tell: Tell,
     ) -> Result<Self, SessionError> {
         let link = Link::new(transport, runtime, tell);
-        let era = match era::detect(&link).await? {
-            era::Probed::Modern(modern) => Era::Modern(modern),
-            era::Probed::Legacy => {
-                let legacy = Legacy::default();
-                legacy.initialize(&link).await?;
-                Era::Legacy(legacy)
-            }
-        };
+        let era = era::detect(&link).await?;
+        if let Era::Legacy(legacy) = &era {
+            legacy.initialize(&link).await?;
+        }
         Ok(Self { link, era })
     }
 
@@ -162,7 +154,7 @@ impl Session {
             let page = self
                 .request::<Box<RawValue>, _>(Outbound::new("tools/list", params))
                 .await?;
-            if matches!(self.era, Era::Modern(_)) {
+            if self.era.revision() == Revision::Modern {
                 hints.add_page(page.peek());
             }
             let next = catalog

@@ -11,23 +11,13 @@ use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 
 use super::changes::{Changes, TOOLS_CHANGED};
+use super::era::Revision;
 use super::{Broken, Noticed, Outbound, Report, SessionError, Tell, Trouble};
 use crate::jsonrpc::{Incoming, Request, Response, to_bytes};
 use crate::policy::{MAX_IDLE_RESUMPTIONS, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY};
 use crate::text::Untrusted;
 use crate::transport::{EventStream, Outgoing, Reply, Transport, TransportError};
 use crate::wire::Loose;
-
-/// How a response stream behaves.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Wire {
-    /// 2025-11-25 and before: a stream that ends early is resumed with GET and
-    /// `Last-Event-ID`, and a server may ask the client something on it, which is answered.
-    Legacy,
-    /// 2026-07-28: streams cannot be resumed and carry no server requests; a 4xx may carry
-    /// a JSON-RPC error, which is read.
-    Modern,
-}
 
 /// The way to one server, shared by both eras: the transport, the runtime background sends
 /// run on, where troubles are told, and the request ids.
@@ -63,7 +53,7 @@ impl Link {
         id: u64,
         sent: &Outbound<'_, P>,
         outgoing: &Outgoing<'_>,
-        wire: Wire,
+        revision: Revision,
     ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
         let (method, progress) = (sent.method, sent.progress);
         let started = tokio::time::Instant::now();
@@ -76,7 +66,7 @@ impl Link {
                 Reply::Json(bytes) => answer_in_body(id, &bytes),
                 Reply::Stream(stream) => {
                     let mut reporter = progress.map(|report| Reporter::new(id, report));
-                    let reading = (wire, reporter.as_mut());
+                    let reading = (revision, reporter.as_mut());
                     self.read_stream(id, *stream, outgoing, reading).await
                 }
                 Reply::Empty => Err(SessionError::Protocol(Broken::NoBody)),
@@ -105,7 +95,7 @@ impl Link {
         id: u64,
         mut stream: EventStream,
         outgoing: &Outgoing<'_>,
-        (wire, mut reporter): (Wire, Option<&mut Reporter<'_>>),
+        (revision, mut reporter): (Revision, Option<&mut Reporter<'_>>),
     ) -> Result<Untrusted<T>, SessionError> {
         let mut idle_resumptions = 0;
         loop {
@@ -126,7 +116,7 @@ impl Link {
                     continue;
                 }
                 if let Incoming::Request { id, method } = &message {
-                    if wire == Wire::Legacy {
+                    if revision == Revision::Legacy {
                         // Boxed, as the resumption below: a rare path, whose future (a whole
                         // POST) every request's future would otherwise carry inline, to be
                         // moved at each await above it.
@@ -140,7 +130,7 @@ impl Link {
                     return answer;
                 }
             }
-            if wire == Wire::Modern {
+            if revision == Revision::Modern {
                 // The revision has no resumption: the request is lost. It is not sent again
                 // here, since the server may have acted on it.
                 return Err(SessionError::Protocol(Broken::StreamEnded));

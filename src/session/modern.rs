@@ -12,7 +12,8 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::exchange::{Link, Wire};
+use super::era::Revision;
+use super::exchange::Link;
 use super::{Broken, Outbound, SessionError};
 use crate::jsonrpc::{Meta, Params, RevisionMeta, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::param_headers;
@@ -95,7 +96,7 @@ impl Modern {
             });
             let outgoing = outgoing(version, &extra);
             let answer = link
-                .exchange::<T, _>(id, &sent, &outgoing, Wire::Modern)
+                .exchange::<T, _>(id, &sent, &outgoing, Revision::Modern)
                 .await;
             match answer {
                 Err(SessionError::Rpc {
