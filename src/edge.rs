@@ -14,7 +14,7 @@ use crate::policy::{
     MAX_PARAM_HEADERS, MAX_PROGRESS_MESSAGE_CHARS, MAX_SCHEMA_DEPTH, MAX_STATUS_MESSAGE_CHARS,
     MAX_TOOL_PAGES, MODERN_PROTOCOL_VERSIONS,
 };
-use crate::session::{Broke, Broken, End, Noticed, Refusal, SessionError, Trouble};
+use crate::session::{Broke, Broken, Declined, End, Noticed, SessionError, Trouble};
 use crate::text::{Scrubber, Shown, Untrusted, show, show_escaped};
 use crate::transport::TransportError;
 
@@ -172,7 +172,7 @@ impl Render for ParamHeaderError {
     }
 }
 
-impl Render for Refusal {
+impl Render for Declined {
     fn render(&self, scrubber: &Scrubber) -> Shown {
         let text = match self {
             Self::Status(status) => format!("the server refused it (HTTP {status})"),

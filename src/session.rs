@@ -35,7 +35,7 @@ use self::era::{Era, Revision};
 use self::exchange::Link;
 
 pub(crate) use self::changes::Changes;
-pub(crate) use self::listen::{Broke, End, Refusal};
+pub(crate) use self::listen::{Broke, Declined, End};
 use self::modern::Completion;
 pub(crate) use self::outbound::{Noticed, Outbound, Report};
 use crate::envelope::{Catalog, TooManyBytes, ToolSet};

@@ -143,13 +143,13 @@ pub(crate) enum End {
     /// The server answered the request: the subscription is over.
     Graceful,
     /// The server broke the subscription's rules, or refused it: no new one is asked for.
-    Refused(Refusal),
+    Refused(Declined),
     /// The stream broke off without an answer: a new subscription may follow.
     Abrupt(Broke),
 }
 
-/// Why a server refused a subscription, or how it broke its rules.
-pub(crate) enum Refusal {
+/// Why a server declined a subscription: it refused it, or broke its rules.
+pub(crate) enum Declined {
     /// A 4xx to the request.
     Status(u16),
     /// A JSON-RPC error in a body instead of a stream.
@@ -220,7 +220,7 @@ async fn open(link: &Link, modern: &Modern, id: u64) -> Result<Box<EventStream>,
             status: status @ 400..=499,
             ..
         }) => {
-            return Err(End::Refused(Refusal::Status(status)));
+            return Err(End::Refused(Declined::Status(status)));
         }
         Err(e) => return Err(End::Abrupt(Broke::Transport(e))),
     };
@@ -231,11 +231,11 @@ async fn open(link: &Link, modern: &Modern, id: u64) -> Result<Box<EventStream>,
             let text = String::from_utf8_lossy(&bytes);
             Err(match Incoming::read(&text) {
                 Some(message @ Incoming::Result { .. }) if message.answers(id) => End::Graceful,
-                Some(Incoming::Error { error, .. }) => End::Refused(Refusal::Error(error.code())),
-                _ => End::Refused(Refusal::NoStream),
+                Some(Incoming::Error { error, .. }) => End::Refused(Declined::Error(error.code())),
+                _ => End::Refused(Declined::NoStream),
             })
         }
-        Reply::Empty => Err(End::Refused(Refusal::NoBody)),
+        Reply::Empty => Err(End::Refused(Declined::NoBody)),
     }
 }
 
@@ -260,8 +260,8 @@ async fn follow(
         if message.answers(id) {
             return match message {
                 Incoming::Result { .. } => End::Graceful,
-                Incoming::Error { error, .. } => End::Refused(Refusal::EndedWith(error.code())),
-                _ => End::Refused(Refusal::NeitherResultNorError),
+                Incoming::Error { error, .. } => End::Refused(Declined::EndedWith(error.code())),
+                _ => End::Refused(Declined::NeitherResultNorError),
             };
         }
         let Incoming::Notification { method, params } = message else {
@@ -272,7 +272,7 @@ async fn follow(
             .unwrap_or(Value::Null);
         if !acked {
             if let Err(why) = acknowledgement(id, &method, &params) {
-                return End::Refused(Refusal::Acknowledgement(why));
+                return End::Refused(Declined::Acknowledgement(why));
             }
             acked = true;
             acknowledged();
