@@ -26,10 +26,13 @@ use tracing::Instrument;
 
 use crate::auth::{Authorization, HostAuth};
 use crate::config::ServerSpec;
-use crate::envelope::ToolSet;
+use crate::edge::{self, Render};
+use crate::envelope::{Catalog, ToolSet};
 use crate::pins::Pins;
-use crate::policy::{MAX_ERROR_CHARS, RELIST_MIN_INTERVAL, START_ATTEMPT_DEADLINE, retry_delay};
-use crate::session::{CacheHints, Changes, Listed, Session, SharedSession};
+use crate::policy::{
+    MAX_ERROR_CHARS, RELIST_MIN_INTERVAL, Refusal, START_ATTEMPT_DEADLINE, retry_delay,
+};
+use crate::session::{CacheHints, Changes, Listed, Session, SessionError, SharedSession, Tell};
 use crate::text;
 use crate::text::{Scrubber, Shown, log_safe};
 use crate::transport::{Clients, Transport, TransportError};
@@ -43,7 +46,7 @@ pub(crate) enum Status {
     /// again.
     Failed(Shown),
     /// The entry was refused; nothing will be tried.
-    Refused(String),
+    Refused(Refusal),
     /// The user turned the server off (its pin record says so): it is not contacted.
     Disabled,
 }
@@ -57,7 +60,7 @@ impl Status {
                 tools: ready.catalog.names(),
             },
             Self::Failed(reason) => BackendState::Failed(reason.as_str().to_owned()),
-            Self::Refused(reason) => BackendState::Refused(reason.clone()),
+            Self::Refused(refusal) => BackendState::Refused(refusal.to_string()),
             Self::Disabled => BackendState::Disabled,
         }
     }
@@ -344,9 +347,11 @@ pub(crate) fn spawn(
         let pinned = server.pins.is_some();
         let attempt = || start(&task_runtime, &spec, &clients, &scrubber, &auth, pinned);
         let name = log_safe(&server.name);
-        let on_failure = |reason: Option<Shown>| {
-            let reason = reason
-                .unwrap_or_else(|| text::show(&scrubber, &deadline_passed(), MAX_ERROR_CHARS));
+        let on_failure = |error: Option<SessionError>| {
+            let reason = match error {
+                Some(error) => error.render(&scrubber),
+                None => text::show(&scrubber, &deadline_passed(), MAX_ERROR_CHARS),
+            };
             tracing::warn!(server = %name, reason = %reason.line(), "server did not start");
             server.set(Status::Failed(reason));
         };
@@ -379,14 +384,12 @@ fn log_listing(name: &str, listed: &Listed) {
 }
 
 /// Follows a ready server's tools: listens for its notices and re-lists on each, for ever.
-async fn follow(server: &Server, session: &SharedSession, scrubber: &Scrubber) {
+async fn follow(server: &Server, session: &SharedSession, scrubber: &Arc<Scrubber>) {
     let name = log_safe(&server.name);
     let relist = || async {
-        let listed = tokio::time::timeout(
-            START_ATTEMPT_DEADLINE,
-            session.list_tools(server.pins.is_some()),
-        )
-        .await;
+        let catalog = catalog(scrubber, server.pins.is_some());
+        let listed =
+            tokio::time::timeout(START_ATTEMPT_DEADLINE, session.list_tools(catalog)).await;
         match listed {
             Ok(Ok(listed)) => {
                 log_listing(&name, &listed);
@@ -444,7 +447,8 @@ pub(crate) fn server_span(name: &str) -> tracing::Span {
 
 /// One attempt: connect, handshake, list every page, check the tools (keeping their
 /// definitions when they are `pinned`). The Pack's scrubber, which knows every server's
-/// secrets, scrubs what of the server's answers is shown and the reason of a failure.
+/// secrets, scrubs what of the server's answers the catalog shows and what the session's
+/// troubles log; the caller shows the error.
 async fn start(
     runtime: &Handle,
     spec: &ServerSpec,
@@ -452,20 +456,29 @@ async fn start(
     pack: &Arc<Scrubber>,
     auth: &Arc<Authorization>,
     pinned: bool,
-) -> Result<(SharedSession, Listed), Shown> {
-    let clients = clients
-        .get_or_init(Clients::build)
-        .clone()
-        .map_err(|e| e.render(pack))?;
+) -> Result<(SharedSession, Listed), SessionError> {
+    let clients = clients.get_or_init(Clients::build).clone()?;
     let transport = Transport::new(clients, spec, Arc::clone(auth));
-    let session = Session::connect(transport, runtime.clone(), Arc::clone(pack))
-        .await
-        .map_err(|e| e.render(pack))?;
-    let listed = session
-        .list_tools(pinned)
-        .await
-        .map_err(|e| e.render(pack))?;
+    let session = Session::connect(transport, runtime.clone(), telling(pack)).await?;
+    let listed = session.list_tools(catalog(pack, pinned)).await?;
     Ok((Arc::new(session), listed))
+}
+
+/// An empty catalog, scrubbing with the Pack's scrubber, keeping the tools' definitions when
+/// they are `pinned`.
+fn catalog(pack: &Arc<Scrubber>, pinned: bool) -> Catalog {
+    let catalog = Catalog::new(Arc::clone(pack));
+    if pinned {
+        catalog.keeping_definitions()
+    } else {
+        catalog
+    }
+}
+
+/// Where a session tells its troubles: the log, scrubbed by the Pack's scrubber.
+fn telling(pack: &Arc<Scrubber>) -> Tell {
+    let pack = Arc::clone(pack);
+    Arc::new(move |trouble| edge::log(&trouble, &pack))
 }
 
 /// Why an attempt failed that ran out of time.

@@ -25,7 +25,7 @@ mod off_runtime;
 mod result;
 mod tool_check;
 
-pub(crate) use catalog::Catalog;
+pub(crate) use catalog::{Catalog, TooManyBytes};
 pub(crate) use listed::Hints;
 pub(crate) use off_runtime::{check_arguments, convert_result};
 pub(crate) use result::{Outcome, convert_now, rpc_error_text};

@@ -44,6 +44,8 @@
 //! - `pins`: which tool definitions the user trusts, when the Host lends a pin store; a
 //!   changed or new tool is held until the user approves it.
 //! - `listing`: the JSON `get_dynamic_tools` answers, within its cap.
+//! - `edge`: where the lower layers' typed errors, troubles and progress become text, with the
+//!   Pack's scrubber, once; nothing under it holds a scrubber.
 //! - `tools`: the Pack and its two tools; `tools::arguments` checks their arguments against
 //!   the schemas they publish. `view`: what one caller may see of them (the contract's
 //!   `View`), a hidden tool answered as one that does not exist.
@@ -61,6 +63,7 @@
 mod auth;
 mod config;
 mod connector;
+mod edge;
 mod envelope;
 mod http;
 mod jsonrpc;
@@ -140,7 +143,7 @@ impl PackFactory for Factory {
             match entry {
                 Entry::Refused(refusal) => {
                     tracing::warn!(server = %text::log_safe(&name), reason = %refusal, "server entry refused");
-                    let status = Status::Refused(refusal.to_string());
+                    let status = Status::Refused(refusal);
                     servers.push(Arc::new(Server::new(name, status, &board, None)));
                 }
                 Entry::Remote(spec) => {

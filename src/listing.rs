@@ -8,6 +8,8 @@
 
 pub(crate) mod found;
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -43,7 +45,7 @@ pub(crate) struct Summary<'a> {
     namespace: &'a str,
     status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
+    reason: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
     #[serde(rename = "toolsNotShown", skip_serializing_if = "Option::is_none")]
@@ -63,8 +65,8 @@ impl<'a> Summary<'a> {
                 Some(&*ready.catalog.names_json),
                 ready.catalog.held.len(),
             ),
-            Status::Failed(reason) => ("error", Some(reason.as_str()), None, 0),
-            Status::Refused(reason) => ("error", Some(reason.as_str()), None, 0),
+            Status::Failed(reason) => ("error", Some(Cow::Borrowed(reason.as_str())), None, 0),
+            Status::Refused(refusal) => ("error", Some(Cow::Owned(refusal.to_string())), None, 0),
             Status::Disabled => ("disabled", None, None, 0),
         };
         Self {
@@ -177,6 +179,7 @@ pub(crate) fn every_server(servers: Vec<Summary<'_>>) -> String {
         .map(|(server, names)| Summary {
             tools: names.map(|_| &*empty),
             tools_not_shown: names.map(|_| usize::MAX),
+            reason: server.reason.clone(),
             ..*server
         });
     let frame = Listing {
@@ -203,6 +206,7 @@ pub(crate) fn every_server(servers: Vec<Summary<'_>>) -> String {
     let servers = servers.map(|((server, names), (array, left_out))| Summary {
         tools: names.map(|_| &**array),
         tools_not_shown: (names.is_some() && *left_out > 0).then_some(*left_out),
+        reason: server.reason.clone(),
         ..*server
     });
     to_json(&Listing {

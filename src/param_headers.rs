@@ -27,12 +27,13 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 
 use crate::policy::{MAX_PARAM_HEADER_NAME_BYTES, MAX_PARAM_HEADERS, MAX_SCHEMA_DEPTH};
+use crate::text::Untrusted;
 
 /// The schema keyword that marks a mirrored property.
 const ANNOTATION: &str = "x-mcp-header";
 
 /// What every mirrored header's name starts with.
-const PREFIX: &str = "Mcp-Param-";
+pub(crate) const PREFIX: &str = "Mcp-Param-";
 
 /// The markers of an encoded value. A plain value that looks encoded is encoded too, so a
 /// server never decodes what the model wrote literally.
@@ -41,7 +42,7 @@ const SENTINEL_END: &str = "?=";
 
 /// The largest integer a header may carry: JavaScript's `Number.MAX_SAFE_INTEGER`, 2^53 − 1,
 /// beyond which a server in JavaScript would compare a rounded number with the header.
-const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 /// Keywords whose value is instance data, not a schema: an `x-mcp-header` key inside an
 /// `enum` or a `default` is a value the server chose, not an annotation.
@@ -57,14 +58,15 @@ const SCHEMA_MAPS: [&str; 5] = [
     "definitions",
 ];
 
-const MISPLACED: &str = "an x-mcp-header is allowed only on a property reached from the root \
+pub(crate) const MISPLACED: &str = "an x-mcp-header is allowed only on a property reached from the root \
     through properties keys alone, not on the root, under items, anyOf, oneOf, allOf, not, \
     if, then, else, $defs or any other keyword";
 
 /// Why a declaration rejects its tool ([`ParamHeaders::declare`]) or an argument refuses
-/// its call ([`ParamHeaders::headers`]). It holds only header names already checked to be
-/// HTTP tokens of bounded length, never a value, so its text is the Pack's own.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// its call ([`ParamHeaders::headers`]). It holds no value; a header name is the server's
+/// (checked to be an HTTP token of bounded length, or not, for the error that says so), so it
+/// stays [`Untrusted`] until the Pack's edge shows the error (`crate::edge`).
+#[derive(Debug, Clone)]
 pub(crate) enum ParamHeaderError {
     /// The schema nests deeper than [`MAX_SCHEMA_DEPTH`].
     TooDeep,
@@ -77,21 +79,21 @@ pub(crate) enum ParamHeaderError {
     NotAToken(char),
     /// A mirrored property whose type is not string, integer or boolean.
     Type {
-        name: String,
+        name: Untrusted<String>,
         found: Found,
     },
     /// Two declarations of one name, letter case aside.
-    Twice(String),
+    Twice(Untrusted<String>),
     TooMany,
-    NotAHeaderName(String),
+    NotAHeaderName(Untrusted<String>),
     /// A call's argument of another JSON type than the declared one.
     Mismatch {
-        name: String,
+        name: Untrusted<String>,
         wants: Kind,
         got: &'static str,
     },
     /// A call's integer past ±(2^53 − 1).
-    OutOfRange(String),
+    OutOfRange(Untrusted<String>),
     /// A value no header may carry (see [`encode`]: it cannot happen).
     NotAHeaderValue,
 }
@@ -104,54 +106,6 @@ pub(crate) enum Found {
     /// One of JSON Schema's other type names (`number`, `object`, `array`, `null`).
     Named(&'static str),
     Unknown,
-}
-
-impl fmt::Display for ParamHeaderError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::TooDeep => write!(
-                f,
-                "the inputSchema is nested deeper than {MAX_SCHEMA_DEPTH} levels"
-            ),
-            Self::Misplaced => f.write_str(MISPLACED),
-            Self::NotAString => f.write_str("an x-mcp-header that is not a string"),
-            Self::Empty => f.write_str("an empty x-mcp-header"),
-            Self::TooLong => write!(
-                f,
-                "an x-mcp-header longer than {MAX_PARAM_HEADER_NAME_BYTES} bytes"
-            ),
-            Self::NotAToken(c) => write!(
-                f,
-                "an x-mcp-header with U+{:04X}; a header name may hold only letters, digits \
-                 and !#$%&'*+-.^_`|~",
-                u32::from(*c)
-            ),
-            Self::Type { name, found } => write!(
-                f,
-                "x-mcp-header {name} is on a property with {found}; only a string, integer or \
-                 boolean property may be sent as a header"
-            ),
-            Self::Twice(name) => write!(
-                f,
-                "x-mcp-header {name} is declared twice (header names ignore letter case)"
-            ),
-            Self::TooMany => write!(f, "more than {MAX_PARAM_HEADERS} x-mcp-header parameters"),
-            Self::NotAHeaderName(name) => {
-                write!(f, "x-mcp-header {name} does not make a header name")
-            }
-            Self::Mismatch { name, wants, got } => write!(
-                f,
-                "the {PREFIX}{name} header needs {} argument, and got {got}",
-                wants.word()
-            ),
-            Self::OutOfRange(name) => write!(
-                f,
-                "the {PREFIX}{name} header can carry integers from -{MAX_SAFE_INTEGER} to \
-                 {MAX_SAFE_INTEGER} only"
-            ),
-            Self::NotAHeaderValue => f.write_str("a value that cannot be a header"),
-        }
-    }
 }
 
 impl fmt::Display for Found {
@@ -191,7 +145,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Self::String => "a string",
             Self::Integer => "an integer",
@@ -324,7 +278,7 @@ impl ParamHeaders {
                         .map_or(Found::Unknown, Found::Named),
                     Some(_) => Found::Unknown,
                 };
-                let name = name.clone();
+                let name = Untrusted::new(name.clone());
                 return Err(ParamHeaderError::Type { name, found });
             }
         };
@@ -333,13 +287,13 @@ impl ParamHeaders {
             .iter()
             .any(|d| d.name.eq_ignore_ascii_case(name))
         {
-            return Err(ParamHeaderError::Twice(name.clone()));
+            return Err(ParamHeaderError::Twice(Untrusted::new(name.clone())));
         }
         if self.declarations.len() == MAX_PARAM_HEADERS {
             return Err(ParamHeaderError::TooMany);
         }
         let header = HeaderName::from_bytes(format!("{PREFIX}{name}").as_bytes())
-            .map_err(|_| ParamHeaderError::NotAHeaderName(name.clone()))?;
+            .map_err(|_| ParamHeaderError::NotAHeaderName(Untrusted::new(name.clone())))?;
         self.declarations.push(Declaration {
             header,
             name: name.clone(),
@@ -355,7 +309,7 @@ impl Declaration {
     fn text(&self, value: &Value) -> Result<String, ParamHeaderError> {
         let refuse = |got| {
             Err(ParamHeaderError::Mismatch {
-                name: self.name.clone(),
+                name: Untrusted::new(self.name.clone()),
                 wants: self.kind,
                 got,
             })
@@ -372,9 +326,9 @@ impl Declaration {
                 };
                 match whole {
                     None => refuse("a number with a fraction"),
-                    Some(i) if i.abs() > i128::from(MAX_SAFE_INTEGER) => {
-                        Err(ParamHeaderError::OutOfRange(self.name.clone()))
-                    }
+                    Some(i) if i.abs() > i128::from(MAX_SAFE_INTEGER) => Err(
+                        ParamHeaderError::OutOfRange(Untrusted::new(self.name.clone())),
+                    ),
                     Some(i) => Ok(i.to_string()),
                 }
             }

@@ -1,7 +1,8 @@
 //! One server's MCP conversation, in whichever era the server speaks: the JSON-RPC requests
 //! the Pack makes (paged `tools/list`, `tools/call`) and the duties of each revision on the way.
 //!
-//! - `era`: which revision a server speaks, probed once when it starts.
+//! - `era`: which [`Revision`] a server speaks, probed once when it starts, and the state of
+//!   its conversation in it.
 //! - `modern`: 2026-07-28, each request on its own with `_meta` and mirrored headers.
 //! - `legacy`: 2025-11-25 and before, the handshake and the session.
 //! - `exchange`: one request and its answer, from a JSON body or an SSE stream.
@@ -9,8 +10,9 @@
 //!
 //! The era is decided once per started server and kept for the session's life: a failed
 //! start probes again on its next attempt, so a server that changed revision is met anew.
-//! Results come back as [`Untrusted`]: this module moves server data, it never reads it for
-//! a model.
+//! Results come back as [`Untrusted`], and failures as typed errors ([`SessionError`],
+//! [`Trouble`]) whose server-said parts stay [`Untrusted`]: this module moves server data, it
+//! never reads it for a model nor makes text of it. The Pack's edge does (`crate::edge`).
 
 mod changes;
 mod era;
@@ -29,19 +31,18 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 
+use self::era::{Era, Revision};
 use self::exchange::Link;
 
 pub(crate) use self::changes::Changes;
-use self::legacy::Legacy;
-use self::modern::{Completion, Modern};
-pub(crate) use self::outbound::Outbound;
-use crate::envelope::{self, Catalog, ToolSet};
+pub(crate) use self::listen::{Broke, Declined, End};
+use self::modern::Completion;
+pub(crate) use self::outbound::{Noticed, Outbound, Report};
+use crate::envelope::{Catalog, TooManyBytes, ToolSet};
 use crate::jsonrpc::{CallParams, ListParams, RpcError};
-use crate::policy::{
-    ACCEPTED_PROTOCOL_VERSIONS, MAX_ERROR_CHARS, MAX_TOOL_PAGES, MODERN_PROTOCOL_VERSIONS,
-};
-use crate::text;
-use crate::text::{Scrubber, Shown, Untrusted};
+use crate::param_headers::ParamHeaderError;
+use crate::policy::MAX_TOOL_PAGES;
+use crate::text::Untrusted;
 use crate::transport::{Transport, TransportError};
 use crate::wire::{Loose, Object};
 
@@ -49,11 +50,6 @@ use crate::wire::{Loose, Object};
 pub(crate) struct Session {
     link: Link,
     era: Era,
-}
-
-enum Era {
-    Modern(Modern),
-    Legacy(Legacy),
 }
 
 impl fmt::Debug for Session {
@@ -105,23 +101,18 @@ impl CacheHints {
 }
 
 impl Session {
-    /// Finds the server's era and, for a session-based one, runs the handshake.
-    /// `scrubber` scrubs what the server says in the texts the session makes of it (reasons,
-    /// descriptions, progress): the Pack's, which knows every secret.
+    /// Finds the server's era and, for a session-based one, runs the handshake. `tell` hears
+    /// the session's [`Trouble`]s, which no caller waits for.
     pub(crate) async fn connect(
         transport: Transport,
         runtime: Handle,
-        scrubber: Arc<Scrubber>,
+        tell: Tell,
     ) -> Result<Self, SessionError> {
-        let link = Link::new(transport, runtime, scrubber);
-        let era = match era::detect(&link).await? {
-            era::Probed::Modern(modern) => Era::Modern(modern),
-            era::Probed::Legacy => {
-                let legacy = Legacy::default();
-                legacy.initialize(&link).await?;
-                Era::Legacy(legacy)
-            }
-        };
+        let link = Link::new(transport, runtime, tell);
+        let era = era::detect(&link).await?;
+        if let Era::Legacy(legacy) = &era {
+            legacy.initialize(&link).await?;
+        }
         Ok(Self { link, era })
     }
 
@@ -148,14 +139,10 @@ impl Session {
         }
     }
 
-    /// Every tool the server lists, page after page, each page checked before the next is
-    /// asked for, so only checked tools are held; with the pages' caching hints, and each
-    /// tool's definition as sent when `definitions` (for its pin).
-    pub(crate) async fn list_tools(&self, definitions: bool) -> Result<Listed, SessionError> {
-        let mut catalog = Catalog::new(Arc::clone(&self.link.scrubber));
-        if definitions {
-            catalog = catalog.keeping_definitions();
-        }
+    /// Every tool the server lists, page after page, each page checked by `catalog` before
+    /// the next is asked for, so only checked tools are held; with the pages' caching hints,
+    /// and each tool's definition as sent when the catalog keeps them (for its pin).
+    pub(crate) async fn list_tools(&self, mut catalog: Catalog) -> Result<Listed, SessionError> {
         let mut hints = CacheHints::default();
         let mut cursors = HashSet::new();
         let mut cursor = None;
@@ -167,12 +154,12 @@ impl Session {
             let page = self
                 .request::<Box<RawValue>, _>(Outbound::new("tools/list", params))
                 .await?;
-            if matches!(self.era, Era::Modern(_)) {
+            if self.era.revision() == Revision::Modern {
                 hints.add_page(page.peek());
             }
             let next = catalog
                 .add_page(&page)
-                .map_err(|e| SessionError::Protocol(e.to_string()))?;
+                .map_err(|e| SessionError::Protocol(Broken::Listing(e)))?;
             let Some(next) = next else {
                 let definitions = catalog.take_definitions();
                 return Ok(Listed {
@@ -182,15 +169,11 @@ impl Session {
                 });
             };
             if !cursors.insert(next.clone()) {
-                return Err(SessionError::Protocol(
-                    "tools/list repeated a cursor, which would never end".to_owned(),
-                ));
+                return Err(SessionError::Protocol(Broken::RepeatedCursor));
             }
             cursor = Some(next);
         }
-        Err(SessionError::Protocol(format!(
-            "tools/list sent more than {MAX_TOOL_PAGES} pages"
-        )))
+        Err(SessionError::Protocol(Broken::TooManyPages))
     }
 
     /// Calls a tool by its exact name ([`Outbound::tool_call`]).
@@ -223,7 +206,8 @@ impl Session {
     }
 }
 
-/// Why a request got no usable answer.
+/// Why a request got no usable answer. What the server said stays [`Untrusted`]; the edge
+/// shows it (`crate::edge`).
 #[derive(Debug)]
 pub(crate) enum SessionError {
     /// The message did not get through, or its answer could not be read.
@@ -242,7 +226,36 @@ pub(crate) enum SessionError {
     /// The server answered with a protocol version the client does not speak.
     Version,
     /// The answer broke the protocol.
-    Protocol(String),
+    Protocol(Broken),
+}
+
+/// How an answer broke the protocol.
+#[derive(Debug)]
+pub(crate) enum Broken {
+    /// A request answered with no body.
+    NoBody,
+    /// An answer that is not JSON.
+    NotJson,
+    /// A body that holds no answer to the request.
+    NotTheAnswer,
+    /// A response with neither result nor error.
+    NeitherResultNorError,
+    /// A 2026-07-28 stream that ended before the answer (it cannot be resumed).
+    StreamEnded,
+    /// A stream that ended before the answer with no event id to resume from.
+    NoEventId,
+    /// A stream resumed [`crate::policy::MAX_IDLE_RESUMPTIONS`] times without a new event.
+    IdleResumptions,
+    /// A 2026-07-28 `resultType` that is neither `complete` nor `input_required`.
+    ResultType,
+    /// `tools/list` pages larger together than the policy allows.
+    Listing(TooManyBytes),
+    /// `tools/list` gave a cursor it gave before.
+    RepeatedCursor,
+    /// `tools/list` gave more than [`MAX_TOOL_PAGES`] pages.
+    TooManyPages,
+    /// A tool's name that `Mcp-Name` cannot carry.
+    Name(ParamHeaderError),
 }
 
 impl SessionError {
@@ -255,37 +268,6 @@ impl SessionError {
             modern,
         }
     }
-
-    /// The error as it may be shown: what the server said in it passes the envelope, scrubbed
-    /// by `scrubber`.
-    pub(crate) fn render(&self, scrubber: &Scrubber) -> Shown {
-        let text = match self {
-            Self::Transport(e) => return e.render(scrubber),
-            Self::Rpc { code, message, .. } => {
-                return envelope::rpc_error_text(*code, message, scrubber);
-            }
-            Self::InputRequired(kinds) => {
-                let mut text = "the tool needs input this client cannot give: the server \
-                                answered input_required"
-                    .to_owned();
-                if !kinds.is_empty() {
-                    text.push_str(&format!(", asking for {}", kinds.join(" and ")));
-                }
-                text.push_str(
-                    "; this Pack declares no client capabilities, so it cannot answer a form, \
-                     a sampling request or any other question from a server",
-                );
-                text
-            }
-            Self::Version => format!(
-                "the server speaks none of the protocol versions {}, {}",
-                MODERN_PROTOCOL_VERSIONS.join(", "),
-                ACCEPTED_PROTOCOL_VERSIONS.join(", ")
-            ),
-            Self::Protocol(e) => e.clone(),
-        };
-        text::show(scrubber, &text, MAX_ERROR_CHARS)
-    }
 }
 
 impl From<TransportError> for SessionError {
@@ -293,6 +275,19 @@ impl From<TransportError> for SessionError {
         Self::Transport(e)
     }
 }
+
+/// What a session meets that no caller waits for, handed to its [`Tell`]: the edge logs it.
+pub(crate) enum Trouble {
+    /// A server's request could not be answered.
+    Unanswered(TransportError),
+    /// The standalone stream for notices (2025-11-25) could not be opened.
+    Unheard(TransportError),
+    /// A subscription to notices (2026-07-28) ended.
+    Subscription(End),
+}
+
+/// Where a session's [`Trouble`]s go.
+pub(crate) type Tell = Arc<dyn Fn(Trouble) + Send + Sync>;
 
 /// Cheap to clone and share between the connector and calls.
 pub(crate) type SharedSession = Arc<Session>;

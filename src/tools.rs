@@ -20,6 +20,7 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::connector::{Board, Ready, Server, Status, server_span};
+use crate::edge::{self, Render};
 use crate::envelope::{self, CheckedTool, Outcome};
 use crate::lifecycle::Lifecycle;
 use crate::listing::{self, Summary};
@@ -27,7 +28,7 @@ use crate::policy::{
     CALL_DEADLINE, MAX_ERROR_CHARS, MAX_NAMES_IN_ERROR, MAX_SEARCH_RESULTS, MAX_SUGGESTION_EDITS,
 };
 use crate::search::{self, Indexes, Query};
-use crate::session::{Outbound, SessionError};
+use crate::session::{Outbound, Report, SessionError};
 use crate::text;
 use crate::text::{Scrubber, Shown};
 use crate::view::Seen;
@@ -259,10 +260,13 @@ impl CallContext {
             let headers = tool
                 .param_headers
                 .headers(&arguments)
-                .map_err(|e| ToolError::Invalid(e.to_string()))?;
+                .map_err(|e| ToolError::Invalid(e.render(&self.scrubber).into_string()))?;
+            let report = progress
+                .as_ref()
+                .map(|sink| move |noticed| sink(edge::progress(noticed, &self.scrubber)));
             let call = Outbound::tool_call(&tool.name, &arguments)
                 .with_headers(&headers)
-                .with_progress(progress.as_ref());
+                .with_progress(report.as_ref().map(|r| r as Report<'_>));
             let result = ready
                 .session
                 .call_tool(call)

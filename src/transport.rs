@@ -12,7 +12,7 @@
 //! listing as a whole, a tool's name checked as it is accepted), after parsing has decoded
 //! every escape that could hide a secret's form. What a server or another crate says in an
 //! error (a content type, a connection's causes) stays [`Untrusted`] in the
-//! [`TransportError`] until [`TransportError::render`] shows it.
+//! [`TransportError`]: only the Pack's edge (`crate::edge`) shows it.
 //!
 //! Requests reuse pooled keep-alive connections, unless a server stalls on them: `route`
 //! learns that per server, and says why. A connection returns to the pool only once its
@@ -36,13 +36,12 @@ use crate::auth::{AuthError, Authorization, Challenge, dpop_nonce};
 use crate::config::{Header, ServerSpec};
 use crate::http::{self, DPOP_NONCE, Failure, Unanswered, describe};
 use crate::policy::{
-    MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_ERROR_CHARS, MAX_RESPONSE_BYTES,
-    MAX_SESSION_ID_BYTES, MAX_SSE_EVENT_BYTES, MAX_STATUS_MESSAGE_CHARS, MAX_STREAM_DRAIN_BYTES,
-    REDACTION_MARKER, STREAM_DRAIN_TIMEOUT,
+    MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES,
+    MAX_SSE_EVENT_BYTES, MAX_STREAM_DRAIN_BYTES, REDACTION_MARKER, STREAM_DRAIN_TIMEOUT,
 };
 use crate::secret::SecretUrl;
 use crate::sse::{Event, SseError, SseParser};
-use crate::text::{Scrubber, Shown, Untrusted, show, show_escaped};
+use crate::text::Untrusted;
 
 mod route;
 
@@ -500,8 +499,7 @@ fn unanswered(unanswered: Unanswered) -> TransportError {
 }
 
 /// The media type of the answer, without parameters, compared ignoring case. It is the
-/// server's text, shown (through [`TransportError::render`]) when it is not one the client
-/// reads.
+/// server's text, shown (by the edge) when it is not one the client reads.
 fn content_type(response: &Response) -> Option<String> {
     let value = response
         .headers()
@@ -628,7 +626,7 @@ impl EventStream {
 
 /// Why a message did not get through or its answer could not be read. No variant holds the
 /// URL or a header value; what the server or another crate said is kept as [`Untrusted`] and
-/// only [`TransportError::render`] shows it.
+/// only the Pack's edge (`crate::edge`) shows it.
 #[derive(Debug, Clone)]
 pub(crate) enum TransportError {
     /// The request could not be sent or its answer not received (connect, TLS, reset).
@@ -675,40 +673,6 @@ impl TransportError {
             }),
             _ => false,
         }
-    }
-
-    /// The error as it may be shown, what others said in it scrubbed by `scrubber`.
-    pub(crate) fn render(&self, scrubber: &Scrubber) -> Shown {
-        let text = match self {
-            Self::Send(e) => format!("could not reach the server: {}", e.render(scrubber)),
-            Self::Body(e) => format!("the answer broke off: {}", e.render(scrubber)),
-            Self::Redirect(status) => format!(
-                "the server answered HTTP {status} (a redirect); redirects are refused so \
-                 configured headers reach only the configured server: configure the final URL"
-            ),
-            Self::Status { status, said } => {
-                let reason = StatusCode::from_u16(*status)
-                    .ok()
-                    .and_then(|s| s.canonical_reason())
-                    .unwrap_or("");
-                match said {
-                    None => format!("the server answered HTTP {status} {reason}"),
-                    Some(said) => format!(
-                        "the server answered HTTP {status} {reason}: {}",
-                        said.show(scrubber, MAX_STATUS_MESSAGE_CHARS)
-                    ),
-                }
-            }
-            Self::TooLarge { limit } => format!("the answer is larger than {limit} bytes"),
-            Self::ContentType(kind) => format!(
-                "the answer's content type is {}, not application/json or text/event-stream",
-                show_escaped(scrubber, kind.peek(), MAX_ERROR_CHARS)
-            ),
-            Self::Sse(e) => e.to_string(),
-            Self::Protocol(e) => (*e).to_owned(),
-            Self::Auth(e) => return e.render(scrubber),
-        };
-        show(scrubber, &text, MAX_ERROR_CHARS)
     }
 }
 

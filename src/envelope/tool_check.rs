@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use super::expansion;
 use super::listed::{Hints, ListedTool};
+use crate::edge::Render;
 use crate::param_headers::ParamHeaders;
 use crate::policy::{
     MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
@@ -154,7 +155,7 @@ pub(super) fn check_tool(
     // requires, whatever revision its server speaks: the same tool must not be callable on
     // one server and refused on another.
     let param_headers = ParamHeaders::declare(&input_schema)
-        .map_err(|why| reject(&name, &format!("inputSchema {why}")))?;
+        .map_err(|why| reject(&name, &format!("inputSchema {}", why.render(scrubber))))?;
     Ok(CheckedTool {
         shown_schema: clean_value(&input_schema),
         shown_output_schema: output_schema.as_ref().map(clean_value),

@@ -8,6 +8,8 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 use super::*;
+use crate::edge::Render;
+use crate::text::Scrubber;
 
 /// The headers of one call as `(name, value)` texts, sorted.
 fn sent(schema: &Value, arguments: &Value) -> Vec<(String, String)> {
@@ -35,10 +37,13 @@ fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
 }
 
+/// An error as the edge shows it, with no secret to scrub.
+fn shown(error: &ParamHeaderError) -> String {
+    error.render(&Scrubber::default()).into_string()
+}
+
 fn reason(schema: &Value) -> String {
-    ParamHeaders::declare(schema)
-        .expect_err("a rejected declaration")
-        .to_string()
+    shown(&ParamHeaders::declare(schema).expect_err("a rejected declaration"))
 }
 
 /// A schema with one mirrored property `p` of `type`, named `name`.
@@ -55,11 +60,12 @@ fn encoded(text: &str) -> String {
 }
 
 fn refusal(kind: &str, argument: Value) -> String {
-    ParamHeaders::declare(&one(kind, "P"))
-        .expect("valid")
-        .headers(&json!({ "p": argument }))
-        .expect_err("refused")
-        .to_string()
+    let declared = ParamHeaders::declare(&one(kind, "P")).expect("valid");
+    shown(
+        &declared
+            .headers(&json!({ "p": argument }))
+            .expect_err("refused"),
+    )
 }
 
 #[test]

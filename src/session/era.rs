@@ -11,21 +11,45 @@
 use serde_json::Value;
 
 use super::exchange::Link;
+use super::legacy::Legacy;
 use super::modern::Modern;
 use super::{Outbound, SessionError};
 use crate::jsonrpc::{NoParams, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::policy::{ACCEPTED_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::TransportError;
 
-/// What the probe found.
-pub(super) enum Probed {
-    Modern(Modern),
-    /// A server of a session-based revision: the handshake comes next.
+/// The revisions a server may speak, as the client tells them apart: what differs is how a
+/// request is sent and how its answer's stream behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Revision {
+    /// 2025-11-25 and the session-based revisions before it: the `initialize` handshake and a
+    /// session; a stream that ends early is resumed with GET and `Last-Event-ID`, and a server
+    /// may ask the client something on it, which is answered.
     Legacy,
+    /// 2026-07-28: no handshake and no session; streams cannot be resumed and carry no server
+    /// requests, and a 4xx may carry a JSON-RPC error, which is read.
+    Modern,
+}
+
+/// A server's conversation in the [`Revision`] it speaks, with what that revision keeps: the
+/// version chosen, the session.
+pub(super) enum Era {
+    Modern(Modern),
+    /// Before the handshake when [`detect`] finds it: the handshake comes next.
+    Legacy(Legacy),
+}
+
+impl Era {
+    pub(super) fn revision(&self) -> Revision {
+        match self {
+            Self::Modern(_) => Revision::Modern,
+            Self::Legacy(_) => Revision::Legacy,
+        }
+    }
 }
 
 /// Probes the server with `server/discover`.
-pub(super) async fn detect(link: &Link) -> Result<Probed, SessionError> {
+pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
     let probe = Modern::new();
     let answer = probe
         .request::<Value, _>(link, Outbound::new("server/discover", NoParams {}))
@@ -38,7 +62,7 @@ pub(super) async fn detect(link: &Link) -> Result<Probed, SessionError> {
                 .and_then(Value::as_array);
             // A result without the list is no discover result: a lenient older server.
             let Some(listed) = listed else {
-                return Ok(Probed::Legacy);
+                return Ok(legacy());
             };
             let supported: Vec<String> = listed
                 .iter()
@@ -65,14 +89,19 @@ pub(super) async fn detect(link: &Link) -> Result<Probed, SessionError> {
         // Any other 4xx (404 and 405 included), with no modern error in its body.
         Err(SessionError::Transport(TransportError::Status {
             status: 400..=499, ..
-        })) => Ok(Probed::Legacy),
+        })) => Ok(legacy()),
         // The server could not be reached, redirected, failed (5xx), or sent too much:
         // nothing was learned about its era, and the attempt fails as it would have.
         Err(e @ SessionError::Transport(_)) => Err(e),
         // A JSON-RPC error of an older revision (method not found), an empty or unreadable
         // answer: no modern server.
-        Err(_) => Ok(Probed::Legacy),
+        Err(_) => Ok(legacy()),
     }
+}
+
+/// A server of a session-based revision, before its handshake.
+fn legacy() -> Era {
+    Era::Legacy(Legacy::default())
 }
 
 fn shares_modern(supported: &[String]) -> bool {
@@ -83,7 +112,7 @@ fn shares_modern(supported: &[String]) -> bool {
 
 /// The era of a server that speaks `supported`: modern if it shares a modern version, else
 /// legacy if it lists a session-based one the client accepts.
-fn choose(supported: &[String], tools_change: bool) -> Result<Probed, SessionError> {
+fn choose(supported: &[String], tools_change: bool) -> Result<Era, SessionError> {
     let first_shared = |versions: &[&'static str]| {
         versions
             .iter()
@@ -92,11 +121,11 @@ fn choose(supported: &[String], tools_change: bool) -> Result<Probed, SessionErr
     };
     if let Some(version) = first_shared(&MODERN_PROTOCOL_VERSIONS) {
         return Modern::speaking(version, tools_change)
-            .map(Probed::Modern)
+            .map(Era::Modern)
             .ok_or(SessionError::Version);
     }
     if first_shared(&ACCEPTED_PROTOCOL_VERSIONS).is_some() {
-        return Ok(Probed::Legacy);
+        return Ok(legacy());
     }
     Err(SessionError::Version)
 }

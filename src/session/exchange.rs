@@ -1,58 +1,42 @@
 //! One request and its answer, the same in both eras: POST it, then read the response from a
 //! JSON body or an SSE stream. What differs by era is what a stream may do on the way, so the
-//! caller says which [`Wire`] it speaks.
+//! caller says which [`Revision`] it speaks.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use reqwest::header::HeaderValue;
-use runvil_plugin::{Progress, ProgressSink};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 
 use super::changes::{Changes, TOOLS_CHANGED};
-use super::{Outbound, SessionError};
+use super::era::Revision;
+use super::{Broken, Noticed, Outbound, Report, SessionError, Tell, Trouble};
 use crate::jsonrpc::{Incoming, Request, Response, to_bytes};
-use crate::policy::{
-    MAX_IDLE_RESUMPTIONS, MAX_PROGRESS_MESSAGE_CHARS, SSE_DEFAULT_RETRY, SSE_MAX_RETRY,
-    SSE_MIN_RETRY,
-};
-use crate::text;
-use crate::text::{Scrubber, Untrusted};
+use crate::policy::{MAX_IDLE_RESUMPTIONS, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY};
+use crate::text::Untrusted;
 use crate::transport::{EventStream, Outgoing, Reply, Transport, TransportError};
 use crate::wire::Loose;
 
-/// How a response stream behaves.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Wire {
-    /// 2025-11-25 and before: a stream that ends early is resumed with GET and
-    /// `Last-Event-ID`, and a server may ask the client something on it, which is answered.
-    Legacy,
-    /// 2026-07-28: streams cannot be resumed and carry no server requests; a 4xx may carry
-    /// a JSON-RPC error, which is read.
-    Modern,
-}
-
 /// The way to one server, shared by both eras: the transport, the runtime background sends
-/// run on, and the request ids.
+/// run on, where troubles are told, and the request ids.
 pub(super) struct Link {
     pub(super) transport: Transport,
     pub(super) runtime: Handle,
-    /// The Pack's scrubber, for the texts made of what the server says.
-    pub(super) scrubber: Arc<Scrubber>,
+    /// Hears what goes wrong that no caller waits for.
+    pub(super) tell: Tell,
     /// What the server said of its tools changing, on any stream.
     pub(super) changes: Changes,
     next_id: AtomicU64,
 }
 
 impl Link {
-    pub(super) fn new(transport: Transport, runtime: Handle, scrubber: Arc<Scrubber>) -> Self {
+    pub(super) fn new(transport: Transport, runtime: Handle, tell: Tell) -> Self {
         Self {
             transport,
             runtime,
-            scrubber,
+            tell,
             changes: Changes::default(),
             next_id: AtomicU64::new(0),
         }
@@ -69,7 +53,7 @@ impl Link {
         id: u64,
         sent: &Outbound<'_, P>,
         outgoing: &Outgoing<'_>,
-        wire: Wire,
+        revision: Revision,
     ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
         let (method, progress) = (sent.method, sent.progress);
         let started = tokio::time::Instant::now();
@@ -81,13 +65,11 @@ impl Link {
                 Reply::Json(bytes) if refused => Err(error_answer(posted.status, &bytes)),
                 Reply::Json(bytes) => answer_in_body(id, &bytes),
                 Reply::Stream(stream) => {
-                    let mut reporter = progress.map(|sink| Reporter::new(id, sink));
-                    let reading = (wire, reporter.as_mut());
+                    let mut reporter = progress.map(|report| Reporter::new(id, report));
+                    let reading = (revision, reporter.as_mut());
                     self.read_stream(id, *stream, outgoing, reading).await
                 }
-                Reply::Empty => Err(SessionError::Protocol(
-                    "the server answered a request with no body".to_owned(),
-                )),
+                Reply::Empty => Err(SessionError::Protocol(Broken::NoBody)),
             }?;
             Ok((result, posted.session_id))
         }
@@ -113,7 +95,7 @@ impl Link {
         id: u64,
         mut stream: EventStream,
         outgoing: &Outgoing<'_>,
-        (wire, mut reporter): (Wire, Option<&mut Reporter<'_>>),
+        (revision, mut reporter): (Revision, Option<&mut Reporter<'_>>),
     ) -> Result<Untrusted<T>, SessionError> {
         let mut idle_resumptions = 0;
         loop {
@@ -129,12 +111,12 @@ impl Link {
                         self.changes.notice();
                     }
                     if let Some(reporter) = reporter.as_deref_mut() {
-                        reporter.notice(method, *params, &self.scrubber);
+                        reporter.notice(method, *params);
                     }
                     continue;
                 }
                 if let Incoming::Request { id, method } = &message {
-                    if wire == Wire::Legacy {
+                    if revision == Revision::Legacy {
                         // Boxed, as the resumption below: a rare path, whose future (a whole
                         // POST) every request's future would otherwise carry inline, to be
                         // moved at each await above it.
@@ -148,25 +130,17 @@ impl Link {
                     return answer;
                 }
             }
-            if wire == Wire::Modern {
+            if revision == Revision::Modern {
                 // The revision has no resumption: the request is lost. It is not sent again
                 // here, since the server may have acted on it.
-                return Err(SessionError::Protocol(
-                    "the stream ended before the answer (a 2026-07-28 stream cannot be resumed)"
-                        .to_owned(),
-                ));
+                return Err(SessionError::Protocol(Broken::StreamEnded));
             }
             idle_resumptions = if progressed { 0 } else { idle_resumptions + 1 };
             let Some(last_event_id) = stream.last_event_id().map(str::to_owned) else {
-                return Err(SessionError::Protocol(
-                    "the stream ended before the answer, with no event id to resume from"
-                        .to_owned(),
-                ));
+                return Err(SessionError::Protocol(Broken::NoEventId));
             };
             if idle_resumptions >= MAX_IDLE_RESUMPTIONS {
-                return Err(SessionError::Protocol(format!(
-                    "the stream was resumed {MAX_IDLE_RESUMPTIONS} times without a new event"
-                )));
+                return Err(SessionError::Protocol(Broken::IdleResumptions));
             }
             let wait = stream
                 .retry()
@@ -187,31 +161,29 @@ impl Link {
     ) {
         let answer = to_bytes(&Response::to_server_request(id, method));
         if let Err(e) = self.transport.send(answer, &outgoing.session).await {
-            let error = e.render(&self.scrubber);
-            tracing::debug!(error = %error.line(), "could not answer a server request");
+            (self.tell)(Trouble::Unanswered(e));
         }
     }
 }
 
-/// Hands a request's progress notices to the Host: only those under its token, only while
-/// they grow (the specification's rule, which a server may break), each message scrubbed,
-/// cleaned and capped.
+/// Hands a request's progress notices to its [`Report`]: only those under its token, only
+/// while they grow (the specification's rule, which a server may break).
 struct Reporter<'a> {
     token: u64,
-    sink: &'a ProgressSink,
+    report: Report<'a>,
     last: Option<f64>,
 }
 
 impl<'a> Reporter<'a> {
-    fn new(token: u64, sink: &'a ProgressSink) -> Self {
+    fn new(token: u64, report: Report<'a>) -> Self {
         Self {
             token,
-            sink,
+            report,
             last: None,
         }
     }
 
-    fn notice(&mut self, method: &str, params: Option<&RawValue>, scrubber: &Scrubber) {
+    fn notice(&mut self, method: &str, params: Option<&RawValue>) {
         #[derive(Deserialize)]
         struct Notice {
             #[serde(rename = "progressToken")]
@@ -232,14 +204,10 @@ impl<'a> Reporter<'a> {
             return;
         }
         self.last = Some(notice.progress);
-        let message = notice
-            .message
-            .0
-            .map(|m| text::show_owned(scrubber, m, MAX_PROGRESS_MESSAGE_CHARS).into_string());
-        (self.sink)(Progress {
+        (self.report)(Noticed {
             progress: notice.progress,
             total: notice.total.0,
-            message,
+            message: notice.message.0.map(Untrusted::new),
         });
     }
 }
@@ -249,7 +217,7 @@ fn answer_in_body<T: DeserializeOwned>(
     id: u64,
     bytes: &[u8],
 ) -> Result<Untrusted<T>, SessionError> {
-    let not_json = || SessionError::Protocol("the answer is not JSON".to_owned());
+    let not_json = || SessionError::Protocol(Broken::NotJson);
     let text = std::str::from_utf8(bytes).map_err(|_| not_json())?;
     let message: &RawValue = serde_json::from_str(text).map_err(|_| not_json())?;
     let messages = if message.get().starts_with('[') {
@@ -261,11 +229,7 @@ fn answer_in_body<T: DeserializeOwned>(
         .into_iter()
         .filter_map(|m| Incoming::read(m.get()))
         .find_map(|m| answer_to(id, m))
-        .unwrap_or_else(|| {
-            Err(SessionError::Protocol(
-                "the answer does not respond to the request".to_owned(),
-            ))
-        })
+        .unwrap_or_else(|| Err(SessionError::Protocol(Broken::NotTheAnswer)))
 }
 
 /// A 4xx with a JSON body (2026-07-28): the JSON-RPC error in it, or the status alone when
@@ -292,10 +256,8 @@ fn answer_to<T: DeserializeOwned>(
     Some(match message {
         Incoming::Result { result, .. } => serde_json::from_str(result.get())
             .map(Untrusted::new)
-            .map_err(|_| SessionError::Protocol("the answer is not JSON".to_owned())),
+            .map_err(|_| SessionError::Protocol(Broken::NotJson)),
         Incoming::Error { error, .. } => Err(SessionError::rpc(error)),
-        _ => Err(SessionError::Protocol(
-            "the response has neither result nor error".to_owned(),
-        )),
+        _ => Err(SessionError::Protocol(Broken::NeitherResultNorError)),
     })
 }

@@ -10,7 +10,8 @@ use serde_json::Value;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use super::exchange::{Link, Wire};
+use super::era::Revision;
+use super::exchange::Link;
 use super::{Outbound, SessionError};
 use crate::jsonrpc::{
     CLIENT_INFO, Cancelled, Empty, InitializeParams, Meta, Notification, Params, to_bytes,
@@ -78,7 +79,7 @@ impl Legacy {
                 id,
                 &Outbound::new("initialize", params),
                 &fresh,
-                Wire::Legacy,
+                Revision::Legacy,
             )
             .await?;
         let result = result.peek();
@@ -132,7 +133,7 @@ impl Legacy {
                 session: state.headers.clone(),
                 ..Outgoing::default()
             };
-            let answer = link.exchange(id, &sent, &outgoing, Wire::Legacy).await;
+            let answer = link.exchange(id, &sent, &outgoing, Revision::Legacy).await;
             pending.answered();
             match answer {
                 Err(SessionError::Transport(ref gone))

@@ -12,22 +12,23 @@
 //!
 //! Reconnections wait [`retry_delay`] after each failure in a row (1 s doubling to a minute),
 //! and a stream that was new, not resumed, counts as a change: what the server said while no
-//! stream was open was not heard.
+//! stream was open was not heard. Why a stream could not be opened and how a subscription
+//! ended are told to the link's [`Tell`](super::Tell), typed.
 
 use reqwest::header::HeaderValue;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::Trouble;
 use super::changes::TOOLS_CHANGED;
 use super::exchange::Link;
 use super::legacy::Legacy;
 use super::modern::{MCP_METHOD, Modern, outgoing};
 use crate::jsonrpc::{Incoming, Meta, Params, Request, RevisionMeta, to_bytes};
 use crate::policy::{
-    MAX_ERROR_CHARS, RETRY_MAX_DELAY, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY, retry_delay,
+    RETRY_MAX_DELAY, SSE_DEFAULT_RETRY, SSE_MAX_RETRY, SSE_MIN_RETRY, retry_delay,
 };
-use crate::text::{Shown, show};
 use crate::transport::{EventStream, Outgoing, Reply, SessionHeaders, TransportError};
 
 /// The `_meta` key of a subscription's id (2026-07-28).
@@ -55,8 +56,7 @@ pub(super) async fn legacy(link: &Link, legacy: &Legacy) {
             Err(TransportError::Status { status: 405, .. }) => return,
             Err(e) => {
                 failures = failures.saturating_add(1);
-                let reason = e.render(&link.scrubber);
-                tracing::debug!(reason = %reason.line(), "the stream for notices could not be opened");
+                (link.tell)(Trouble::Unheard(e));
                 tokio::time::sleep(retry_delay(failures)).await;
             }
             Ok(mut stream) => {
@@ -128,32 +128,50 @@ pub(super) async fn modern(link: &Link, modern: &Modern) {
         if acknowledged_at.is_some_and(|at| at.elapsed() >= RETRY_MAX_DELAY) {
             failures = 0;
         }
-        match end {
-            End::Graceful => {
-                tracing::debug!("the server ended the subscription to its notices");
-                return;
-            }
-            End::Refused(reason) => {
-                tracing::warn!(reason = %reason.line(), "the subscription to the server's notices ended");
-                return;
-            }
-            End::Abrupt(reason) => {
-                tracing::debug!(reason = %reason.line(), "the subscription to the server's notices broke off");
-                failures = failures.saturating_add(1);
-                tokio::time::sleep(retry_delay(failures)).await;
-            }
+        let again = matches!(end, End::Abrupt(_));
+        (link.tell)(Trouble::Subscription(end));
+        if !again {
+            return;
         }
+        failures = failures.saturating_add(1);
+        tokio::time::sleep(retry_delay(failures)).await;
     }
 }
 
 /// How a subscription ended.
-enum End {
+pub(crate) enum End {
     /// The server answered the request: the subscription is over.
     Graceful,
     /// The server broke the subscription's rules, or refused it: no new one is asked for.
-    Refused(Shown),
+    Refused(Declined),
     /// The stream broke off without an answer: a new subscription may follow.
-    Abrupt(Shown),
+    Abrupt(Broke),
+}
+
+/// Why a server declined a subscription: it refused it, or broke its rules.
+pub(crate) enum Declined {
+    /// A 4xx to the request.
+    Status(u16),
+    /// A JSON-RPC error in a body instead of a stream.
+    Error(i64),
+    /// A body that is neither the request's result nor an error.
+    NoStream,
+    /// An answer with no body.
+    NoBody,
+    /// The stream ended with a JSON-RPC error.
+    EndedWith(i64),
+    /// The stream's answer has neither result nor error.
+    NeitherResultNorError,
+    /// Its acknowledgement broke a rule (see [`acknowledgement`]).
+    Acknowledgement(&'static str),
+}
+
+/// How a subscription's stream broke off.
+pub(crate) enum Broke {
+    /// The request could not be sent, or its stream not read.
+    Transport(TransportError),
+    /// The stream ended without an answer.
+    Ended,
 }
 
 #[derive(Serialize)]
@@ -195,7 +213,6 @@ async fn open(link: &Link, modern: &Modern, id: u64) -> Result<Box<EventStream>,
     };
     let extra = [(MCP_METHOD, HeaderValue::from_static(LISTEN))];
     let outgoing = outgoing(version, &extra);
-    let shown = |text: &str| show(&link.scrubber, text, MAX_ERROR_CHARS);
     let body = to_bytes(&Request::new(id, LISTEN, &params));
     let posted = match link.transport.post(body, &outgoing).await {
         Ok(posted) => posted,
@@ -203,11 +220,9 @@ async fn open(link: &Link, modern: &Modern, id: u64) -> Result<Box<EventStream>,
             status: status @ 400..=499,
             ..
         }) => {
-            return Err(End::Refused(shown(&format!(
-                "the server refused it (HTTP {status})"
-            ))));
+            return Err(End::Refused(Declined::Status(status)));
         }
-        Err(e) => return Err(End::Abrupt(e.render(&link.scrubber))),
+        Err(e) => return Err(End::Abrupt(Broke::Transport(e))),
     };
     match posted.reply {
         Reply::Stream(stream) => Ok(stream),
@@ -216,14 +231,11 @@ async fn open(link: &Link, modern: &Modern, id: u64) -> Result<Box<EventStream>,
             let text = String::from_utf8_lossy(&bytes);
             Err(match Incoming::read(&text) {
                 Some(message @ Incoming::Result { .. }) if message.answers(id) => End::Graceful,
-                Some(Incoming::Error { error, .. }) => End::Refused(shown(&format!(
-                    "the server refused it with error {}",
-                    error.code()
-                ))),
-                _ => End::Refused(shown("the server answered it without a stream")),
+                Some(Incoming::Error { error, .. }) => End::Refused(Declined::Error(error.code())),
+                _ => End::Refused(Declined::NoStream),
             })
         }
-        Reply::Empty => Err(End::Refused(shown("the server answered it with no body"))),
+        Reply::Empty => Err(End::Refused(Declined::NoBody)),
     }
 }
 
@@ -235,13 +247,12 @@ async fn follow(
     id: u64,
     acknowledged: &mut impl FnMut(),
 ) -> End {
-    let shown = |text: &str| show(&link.scrubber, text, MAX_ERROR_CHARS);
     let mut acked = false;
     loop {
         let data = match stream.next().await {
             Ok(Some(data)) => data,
-            Ok(None) => return End::Abrupt(shown("the stream ended without an answer")),
-            Err(e) => return End::Abrupt(e.render(&link.scrubber)),
+            Ok(None) => return End::Abrupt(Broke::Ended),
+            Err(e) => return End::Abrupt(Broke::Transport(e)),
         };
         let Some(message) = Incoming::read(&data) else {
             continue;
@@ -249,13 +260,8 @@ async fn follow(
         if message.answers(id) {
             return match message {
                 Incoming::Result { .. } => End::Graceful,
-                Incoming::Error { error, .. } => End::Refused(shown(&format!(
-                    "the server ended it with error {}",
-                    error.code()
-                ))),
-                _ => End::Refused(shown(
-                    "the server answered it with neither result nor error",
-                )),
+                Incoming::Error { error, .. } => End::Refused(Declined::EndedWith(error.code())),
+                _ => End::Refused(Declined::NeitherResultNorError),
             };
         }
         let Incoming::Notification { method, params } = message else {
@@ -266,7 +272,7 @@ async fn follow(
             .unwrap_or(Value::Null);
         if !acked {
             if let Err(why) = acknowledgement(id, &method, &params) {
-                return End::Refused(shown(why));
+                return End::Refused(Declined::Acknowledgement(why));
             }
             acked = true;
             acknowledged();

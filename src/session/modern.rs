@@ -12,9 +12,9 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::Outbound;
-use super::SessionError;
-use super::exchange::{Link, Wire};
+use super::era::Revision;
+use super::exchange::Link;
+use super::{Broken, Outbound, SessionError};
 use crate::jsonrpc::{Meta, Params, RevisionMeta, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::param_headers;
 use crate::policy::MODERN_PROTOCOL_VERSIONS;
@@ -78,7 +78,7 @@ impl Modern {
         extra.push((MCP_METHOD, HeaderValue::from_static(request.method)));
         if let Some(name) = request.name {
             let value = param_headers::encode_name(name)
-                .map_err(|e| SessionError::Protocol(e.to_string()))?;
+                .map_err(|e| SessionError::Protocol(Broken::Name(e)))?;
             extra.push((MCP_NAME, value));
         }
         extra.extend_from_slice(request.headers);
@@ -96,7 +96,7 @@ impl Modern {
             });
             let outgoing = outgoing(version, &extra);
             let answer = link
-                .exchange::<T, _>(id, &sent, &outgoing, Wire::Modern)
+                .exchange::<T, _>(id, &sent, &outgoing, Revision::Modern)
                 .await;
             match answer {
                 Err(SessionError::Rpc {
@@ -222,9 +222,7 @@ fn complete<T: Completion>(result: Untrusted<T>) -> Result<Untrusted<T>, Session
     match result.peek().completion() {
         ResultType::Complete => Ok(result),
         ResultType::InputRequired(kinds) => Err(SessionError::InputRequired(kinds)),
-        ResultType::Unknown => Err(SessionError::Protocol(
-            "the result's resultType is neither complete nor input_required".to_owned(),
-        )),
+        ResultType::Unknown => Err(SessionError::Protocol(Broken::ResultType)),
     }
 }
 

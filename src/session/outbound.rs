@@ -3,10 +3,21 @@
 //! `_meta`, the revision's headers).
 
 use reqwest::header::{HeaderName, HeaderValue};
-use runvil_plugin::ProgressSink;
 use serde_json::Value;
 
 use crate::jsonrpc::CallParams;
+use crate::text::Untrusted;
+
+/// One progress notice of a request, as the server sent it: only those under the request's
+/// token, only while they grow. Its message is the server's words, which the edge shows.
+pub(crate) struct Noticed {
+    pub(crate) progress: f64,
+    pub(crate) total: Option<f64>,
+    pub(crate) message: Option<Untrusted<String>>,
+}
+
+/// Where a request's progress notices go: the edge, which shows them to the Host.
+pub(crate) type Report<'a> = &'a (dyn Fn(Noticed) + Send + Sync);
 
 /// A request: its method and params, the name `Mcp-Name` mirrors, its own headers and where
 /// its progress goes.
@@ -19,7 +30,7 @@ pub(crate) struct Outbound<'a, P> {
     /// the session-based revisions send none.
     pub(crate) headers: &'a [(HeaderName, HeaderValue)],
     /// Where the server's progress reports go; the request asks for them when there is one.
-    pub(crate) progress: Option<&'a ProgressSink>,
+    pub(crate) progress: Option<Report<'a>>,
 }
 
 impl<'a, P> Outbound<'a, P> {
@@ -40,7 +51,7 @@ impl<'a, P> Outbound<'a, P> {
     }
 
     /// The same request, its progress reported to `progress`.
-    pub(crate) fn with_progress(self, progress: Option<&'a ProgressSink>) -> Self {
+    pub(crate) fn with_progress(self, progress: Option<Report<'a>>) -> Self {
         Self { progress, ..self }
     }
 

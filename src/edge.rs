@@ -1,0 +1,240 @@
+//! The Pack's edge, where what the layers below hand up typed becomes text: a transport's or
+//! a session's error, a session's troubles (logged), a call's progress (handed to the Host), a
+//! header declaration or argument refused. Each is shown here, once, by [`Render`] with the
+//! Pack's scrubber, which knows every server's secrets: below the edge nothing holds one, and
+//! what a server said stays [`Untrusted`] until it arrives here.
+
+use reqwest::StatusCode;
+use runvil_plugin::Progress;
+
+use crate::envelope;
+use crate::param_headers::{MAX_SAFE_INTEGER, MISPLACED, PREFIX, ParamHeaderError};
+use crate::policy::{
+    ACCEPTED_PROTOCOL_VERSIONS, MAX_ERROR_CHARS, MAX_IDLE_RESUMPTIONS, MAX_PARAM_HEADER_NAME_BYTES,
+    MAX_PARAM_HEADERS, MAX_PROGRESS_MESSAGE_CHARS, MAX_SCHEMA_DEPTH, MAX_STATUS_MESSAGE_CHARS,
+    MAX_TOOL_PAGES, MODERN_PROTOCOL_VERSIONS,
+};
+use crate::session::{Broke, Broken, Declined, End, Noticed, SessionError, Trouble};
+use crate::text::{Scrubber, Shown, Untrusted, show, show_escaped};
+use crate::transport::TransportError;
+
+/// A typed error of a layer below the edge, as it may be shown: what others said in it
+/// scrubbed by `scrubber`, cleaned and cut.
+pub(crate) trait Render {
+    fn render(&self, scrubber: &Scrubber) -> Shown;
+}
+
+impl Render for TransportError {
+    fn render(&self, scrubber: &Scrubber) -> Shown {
+        let text = match self {
+            Self::Send(e) => format!("could not reach the server: {}", e.render(scrubber)),
+            Self::Body(e) => format!("the answer broke off: {}", e.render(scrubber)),
+            Self::Redirect(status) => format!(
+                "the server answered HTTP {status} (a redirect); redirects are refused so \
+                 configured headers reach only the configured server: configure the final URL"
+            ),
+            Self::Status { status, said } => {
+                let reason = StatusCode::from_u16(*status)
+                    .ok()
+                    .and_then(|s| s.canonical_reason())
+                    .unwrap_or("");
+                match said {
+                    None => format!("the server answered HTTP {status} {reason}"),
+                    Some(said) => format!(
+                        "the server answered HTTP {status} {reason}: {}",
+                        said.show(scrubber, MAX_STATUS_MESSAGE_CHARS)
+                    ),
+                }
+            }
+            Self::TooLarge { limit } => format!("the answer is larger than {limit} bytes"),
+            Self::ContentType(kind) => format!(
+                "the answer's content type is {}, not application/json or text/event-stream",
+                show_escaped(scrubber, kind.peek(), MAX_ERROR_CHARS)
+            ),
+            Self::Sse(e) => e.to_string(),
+            Self::Protocol(e) => (*e).to_owned(),
+            Self::Auth(e) => return e.render(scrubber),
+        };
+        show(scrubber, &text, MAX_ERROR_CHARS)
+    }
+}
+
+impl Render for SessionError {
+    fn render(&self, scrubber: &Scrubber) -> Shown {
+        let text = match self {
+            Self::Transport(e) => return e.render(scrubber),
+            Self::Rpc { code, message, .. } => {
+                return envelope::rpc_error_text(*code, message, scrubber);
+            }
+            Self::InputRequired(kinds) => {
+                let mut text = "the tool needs input this client cannot give: the server \
+                                answered input_required"
+                    .to_owned();
+                if !kinds.is_empty() {
+                    text.push_str(&format!(", asking for {}", kinds.join(" and ")));
+                }
+                text.push_str(
+                    "; this Pack declares no client capabilities, so it cannot answer a form, \
+                     a sampling request or any other question from a server",
+                );
+                text
+            }
+            Self::Version => format!(
+                "the server speaks none of the protocol versions {}, {}",
+                MODERN_PROTOCOL_VERSIONS.join(", "),
+                ACCEPTED_PROTOCOL_VERSIONS.join(", ")
+            ),
+            Self::Protocol(broken) => return broken.render(scrubber),
+        };
+        show(scrubber, &text, MAX_ERROR_CHARS)
+    }
+}
+
+impl Render for Broken {
+    fn render(&self, scrubber: &Scrubber) -> Shown {
+        let text = match self {
+            Self::NoBody => "the server answered a request with no body".to_owned(),
+            Self::NotJson => "the answer is not JSON".to_owned(),
+            Self::NotTheAnswer => "the answer does not respond to the request".to_owned(),
+            Self::NeitherResultNorError => "the response has neither result nor error".to_owned(),
+            Self::StreamEnded => {
+                "the stream ended before the answer (a 2026-07-28 stream cannot be resumed)"
+                    .to_owned()
+            }
+            Self::NoEventId => {
+                "the stream ended before the answer, with no event id to resume from".to_owned()
+            }
+            Self::IdleResumptions => {
+                format!("the stream was resumed {MAX_IDLE_RESUMPTIONS} times without a new event")
+            }
+            Self::ResultType => {
+                "the result's resultType is neither complete nor input_required".to_owned()
+            }
+            Self::Listing(too_many) => too_many.to_string(),
+            Self::RepeatedCursor => {
+                "tools/list repeated a cursor, which would never end".to_owned()
+            }
+            Self::TooManyPages => format!("tools/list sent more than {MAX_TOOL_PAGES} pages"),
+            Self::Name(e) => return e.render(scrubber),
+        };
+        show(scrubber, &text, MAX_ERROR_CHARS)
+    }
+}
+
+impl Render for ParamHeaderError {
+    fn render(&self, scrubber: &Scrubber) -> Shown {
+        let name = |name: &Untrusted<String>| name.show(scrubber, MAX_PARAM_HEADER_NAME_BYTES);
+        let text = match self {
+            Self::TooDeep => {
+                format!("the inputSchema is nested deeper than {MAX_SCHEMA_DEPTH} levels")
+            }
+            Self::Misplaced => MISPLACED.to_owned(),
+            Self::NotAString => "an x-mcp-header that is not a string".to_owned(),
+            Self::Empty => "an empty x-mcp-header".to_owned(),
+            Self::TooLong => {
+                format!("an x-mcp-header longer than {MAX_PARAM_HEADER_NAME_BYTES} bytes")
+            }
+            Self::NotAToken(c) => format!(
+                "an x-mcp-header with U+{:04X}; a header name may hold only letters, digits \
+                 and !#$%&'*+-.^_`|~",
+                u32::from(*c)
+            ),
+            Self::Type { name: named, found } => format!(
+                "x-mcp-header {} is on a property with {found}; only a string, integer or \
+                 boolean property may be sent as a header",
+                name(named)
+            ),
+            Self::Twice(named) => format!(
+                "x-mcp-header {} is declared twice (header names ignore letter case)",
+                name(named)
+            ),
+            Self::TooMany => format!("more than {MAX_PARAM_HEADERS} x-mcp-header parameters"),
+            Self::NotAHeaderName(named) => {
+                format!("x-mcp-header {} does not make a header name", name(named))
+            }
+            Self::Mismatch {
+                name: named,
+                wants,
+                got,
+            } => format!(
+                "the {PREFIX}{} header needs {} argument, and got {got}",
+                name(named),
+                wants.word()
+            ),
+            Self::OutOfRange(named) => format!(
+                "the {PREFIX}{} header can carry integers from -{MAX_SAFE_INTEGER} to \
+                 {MAX_SAFE_INTEGER} only",
+                name(named)
+            ),
+            Self::NotAHeaderValue => "a value that cannot be a header".to_owned(),
+        };
+        show(scrubber, &text, MAX_ERROR_CHARS)
+    }
+}
+
+impl Render for Declined {
+    fn render(&self, scrubber: &Scrubber) -> Shown {
+        let text = match self {
+            Self::Status(status) => format!("the server refused it (HTTP {status})"),
+            Self::Error(code) => format!("the server refused it with error {code}"),
+            Self::NoStream => "the server answered it without a stream".to_owned(),
+            Self::NoBody => "the server answered it with no body".to_owned(),
+            Self::EndedWith(code) => format!("the server ended it with error {code}"),
+            Self::NeitherResultNorError => {
+                "the server answered it with neither result nor error".to_owned()
+            }
+            Self::Acknowledgement(why) => (*why).to_owned(),
+        };
+        show(scrubber, &text, MAX_ERROR_CHARS)
+    }
+}
+
+impl Render for Broke {
+    fn render(&self, scrubber: &Scrubber) -> Shown {
+        match self {
+            Self::Transport(e) => e.render(scrubber),
+            Self::Ended => show(
+                scrubber,
+                "the stream ended without an answer",
+                MAX_ERROR_CHARS,
+            ),
+        }
+    }
+}
+
+/// Logs what a session met that no caller waits for, in the span it met it in.
+pub(crate) fn log(trouble: &Trouble, scrubber: &Scrubber) {
+    match trouble {
+        Trouble::Unanswered(e) => {
+            let error = e.render(scrubber);
+            tracing::debug!(error = %error.line(), "could not answer a server request");
+        }
+        Trouble::Unheard(e) => {
+            let reason = e.render(scrubber);
+            tracing::debug!(reason = %reason.line(), "the stream for notices could not be opened");
+        }
+        Trouble::Subscription(End::Graceful) => {
+            tracing::debug!("the server ended the subscription to its notices");
+        }
+        Trouble::Subscription(End::Refused(refusal)) => {
+            let reason = refusal.render(scrubber);
+            tracing::warn!(reason = %reason.line(), "the subscription to the server's notices ended");
+        }
+        Trouble::Subscription(End::Abrupt(broke)) => {
+            let reason = broke.render(scrubber);
+            tracing::debug!(reason = %reason.line(), "the subscription to the server's notices broke off");
+        }
+    }
+}
+
+/// A progress notice as the Host is shown it: its message scrubbed, cleaned and capped.
+pub(crate) fn progress(noticed: Noticed, scrubber: &Scrubber) -> Progress {
+    let message = noticed
+        .message
+        .map(|m| m.show(scrubber, MAX_PROGRESS_MESSAGE_CHARS).into_string());
+    Progress {
+        progress: noticed.progress,
+        total: noticed.total,
+        message,
+    }
+}
