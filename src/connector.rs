@@ -26,7 +26,7 @@ use tracing::Instrument;
 
 use crate::auth::{Authorization, HostAuth};
 use crate::config::ServerSpec;
-use crate::edge::{self, Render};
+use crate::edge;
 use crate::envelope::{Catalog, ToolSet};
 use crate::pins::Pins;
 use crate::policy::{
@@ -34,6 +34,7 @@ use crate::policy::{
 };
 use crate::session::{CacheHints, Changes, Listed, Session, SessionError, SharedSession, Tell};
 use crate::text;
+use crate::text::Render;
 use crate::text::{Scrubber, Shown, log_safe};
 use crate::transport::{Clients, Transport, TransportError};
 

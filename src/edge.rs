@@ -1,28 +1,21 @@
 //! The Pack's edge, where what the layers below hand up typed becomes text: a transport's or
 //! a session's error, a session's troubles (logged), a call's progress (handed to the Host), a
-//! header declaration or argument refused. Each is shown here, once, by [`Render`] with the
+//! header declaration or argument refused (whose words `param_headers::render` keeps). Each is
+//! shown here, once, by [`Render`] with the
 //! Pack's scrubber, which knows every server's secrets: below the edge nothing holds one, and
-//! what a server said stays [`Untrusted`] until it arrives here.
+//! what a server said stays `Untrusted` until it arrives here.
 
 use reqwest::StatusCode;
 use runvil_plugin::Progress;
 
 use crate::envelope;
-use crate::param_headers::{MAX_SAFE_INTEGER, MISPLACED, PREFIX, ParamHeaderError};
 use crate::policy::{
-    ACCEPTED_PROTOCOL_VERSIONS, MAX_ERROR_CHARS, MAX_IDLE_RESUMPTIONS, MAX_PARAM_HEADER_NAME_BYTES,
-    MAX_PARAM_HEADERS, MAX_PROGRESS_MESSAGE_CHARS, MAX_SCHEMA_DEPTH, MAX_STATUS_MESSAGE_CHARS,
-    MAX_TOOL_PAGES, MODERN_PROTOCOL_VERSIONS,
+    ACCEPTED_PROTOCOL_VERSIONS, MAX_ERROR_CHARS, MAX_IDLE_RESUMPTIONS, MAX_PROGRESS_MESSAGE_CHARS,
+    MAX_STATUS_MESSAGE_CHARS, MAX_TOOL_PAGES, MODERN_PROTOCOL_VERSIONS,
 };
 use crate::session::{Broke, Broken, Declined, End, Noticed, SessionError, Trouble};
-use crate::text::{Scrubber, Shown, Untrusted, show, show_escaped};
+use crate::text::{Render, Scrubber, Shown, show, show_escaped};
 use crate::transport::TransportError;
-
-/// A typed error of a layer below the edge, as it may be shown: what others said in it
-/// scrubbed by `scrubber`, cleaned and cut.
-pub(crate) trait Render {
-    fn render(&self, scrubber: &Scrubber) -> Shown;
-}
 
 impl Render for TransportError {
     fn render(&self, scrubber: &Scrubber) -> Shown {
@@ -116,57 +109,6 @@ impl Render for Broken {
             }
             Self::TooManyPages => format!("tools/list sent more than {MAX_TOOL_PAGES} pages"),
             Self::Name(e) => return e.render(scrubber),
-        };
-        show(scrubber, &text, MAX_ERROR_CHARS)
-    }
-}
-
-impl Render for ParamHeaderError {
-    fn render(&self, scrubber: &Scrubber) -> Shown {
-        let name = |name: &Untrusted<String>| name.show(scrubber, MAX_PARAM_HEADER_NAME_BYTES);
-        let text = match self {
-            Self::TooDeep => {
-                format!("the inputSchema is nested deeper than {MAX_SCHEMA_DEPTH} levels")
-            }
-            Self::Misplaced => MISPLACED.to_owned(),
-            Self::NotAString => "an x-mcp-header that is not a string".to_owned(),
-            Self::Empty => "an empty x-mcp-header".to_owned(),
-            Self::TooLong => {
-                format!("an x-mcp-header longer than {MAX_PARAM_HEADER_NAME_BYTES} bytes")
-            }
-            Self::NotAToken(c) => format!(
-                "an x-mcp-header with U+{:04X}; a header name may hold only letters, digits \
-                 and !#$%&'*+-.^_`|~",
-                u32::from(*c)
-            ),
-            Self::Type { name: named, found } => format!(
-                "x-mcp-header {} is on a property with {found}; only a string, integer or \
-                 boolean property may be sent as a header",
-                name(named)
-            ),
-            Self::Twice(named) => format!(
-                "x-mcp-header {} is declared twice (header names ignore letter case)",
-                name(named)
-            ),
-            Self::TooMany => format!("more than {MAX_PARAM_HEADERS} x-mcp-header parameters"),
-            Self::NotAHeaderName(named) => {
-                format!("x-mcp-header {} does not make a header name", name(named))
-            }
-            Self::Mismatch {
-                name: named,
-                wants,
-                got,
-            } => format!(
-                "the {PREFIX}{} header needs {} argument, and got {got}",
-                name(named),
-                wants.word()
-            ),
-            Self::OutOfRange(named) => format!(
-                "the {PREFIX}{} header can carry integers from -{MAX_SAFE_INTEGER} to \
-                 {MAX_SAFE_INTEGER} only",
-                name(named)
-            ),
-            Self::NotAHeaderValue => "a value that cannot be a header".to_owned(),
         };
         show(scrubber, &text, MAX_ERROR_CHARS)
     }

@@ -111,6 +111,43 @@ pub(crate) async fn read_capped(
 pub(crate) struct Failure {
     words: Cow<'static, str>,
     said: Option<Untrusted<String>>,
+    /// A cause the Pack recognised in the failure's causes, by type, whose words it adds.
+    cause: Option<Cause>,
+}
+
+/// A cause of a failure that the Pack recognises by its type and names in its own words,
+/// since the causes' words do not make it plain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// A TLS handshake answered with bytes that are no TLS record (rustls'
+    /// `InvalidContentType`): most often an `https://` URL at a port that serves plain HTTP.
+    PlainHttpAnswer,
+}
+
+impl Cause {
+    /// The Pack's words for the cause, added after the failure's own.
+    fn words(self) -> &'static str {
+        match self {
+            Self::PlainHttpAnswer => "(is this an http:// server? the URL says https://)",
+        }
+    }
+
+    /// The cause `error` is, when the Pack knows it. rustls' error reaches reqwest inside
+    /// `io::Error`s (one inside another), whose `source` skips what they hold, so each is
+    /// opened in turn.
+    fn of(error: &(dyn std::error::Error + 'static)) -> Option<Self> {
+        let mut inner = error;
+        while let Some(held) = (inner.downcast_ref::<std::io::Error>()).and_then(|io| io.get_ref())
+        {
+            inner = held;
+        }
+        match inner.downcast_ref::<rustls::Error>() {
+            Some(rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)) => {
+                Some(Self::PlainHttpAnswer)
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Failure {
@@ -119,6 +156,7 @@ impl Failure {
         Self {
             words: words.into(),
             said: None,
+            cause: None,
         }
     }
 
@@ -127,6 +165,7 @@ impl Failure {
         Self {
             words: words.into(),
             said: Some(Untrusted::new(said)),
+            cause: None,
         }
     }
 
@@ -140,12 +179,18 @@ impl Failure {
         }
     }
 
-    /// What failed, then its causes after a colon, within [`MAX_ERROR_CHARS`].
+    /// What failed, then its causes after a colon, within [`MAX_ERROR_CHARS`], then the
+    /// cause the Pack recognised in them, in its words.
     pub(crate) fn render(&self, scrubber: &Scrubber) -> String {
-        match &self.said {
+        let mut text = match &self.said {
             None => self.words.clone().into_owned(),
             Some(said) => format!("{}: {}", self.words, said.show(scrubber, MAX_ERROR_CHARS)),
+        };
+        if let Some(cause) = self.cause {
+            text.push(' ');
+            text.push_str(cause.words());
         }
+        text
     }
 
     /// What failed, then what the party said quoted in parentheses, within
@@ -172,8 +217,10 @@ pub(crate) fn describe(e: reqwest::Error) -> Failure {
         "request failed"
     };
     let mut causes = String::new();
+    let mut known = None;
     let mut source = e.source();
     while let Some(cause) = source {
+        known = known.or_else(|| Cause::of(cause));
         let cause_text = cause.to_string();
         if !causes.ends_with(&cause_text) {
             if !causes.is_empty() {
@@ -183,8 +230,12 @@ pub(crate) fn describe(e: reqwest::Error) -> Failure {
         }
         source = cause.source();
     }
-    match causes.is_empty() {
+    let failure = match causes.is_empty() {
         true => Failure::new(what),
         false => Failure::saying(what, causes),
+    };
+    Failure {
+        cause: known,
+        ..failure
     }
 }

@@ -382,5 +382,7 @@ fn is_tchar(c: char) -> bool {
     c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
 }
 
+mod render;
+
 #[cfg(test)]
 mod tests;

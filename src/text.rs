@@ -8,6 +8,7 @@
 //! - `scrubber`: the [`Scrubber`], which replaces every form of every secret with the marker.
 //! - `chars`: which characters show, by their Unicode properties.
 //! - `clean`: cleans text (escape sequences, hidden characters) and cuts it to a bound.
+//! - `render`: [`Render`], how a typed error below the Pack's edge becomes a [`Shown`].
 //! - `shown`: [`Shown`], the one type of text that may leave the Pack, made only by scrubbing,
 //!   then cleaning, then cutting.
 //!
@@ -17,12 +18,14 @@
 
 pub(crate) mod chars;
 mod clean;
+mod render;
 mod scrubber;
 mod shown;
 mod untrusted;
 
 pub(crate) use chars::is_name_char;
 pub(crate) use clean::{clean_value, log_safe, truncate};
+pub(crate) use render::Render;
 pub(crate) use scrubber::Scrubber;
 pub(crate) use shown::{Shown, show, show_escaped, show_joined, show_on_one_line, show_owned};
 pub(crate) use untrusted::Untrusted;

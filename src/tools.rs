@@ -20,7 +20,7 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::connector::{Board, Ready, Server, Status, server_span};
-use crate::edge::{self, Render};
+use crate::edge;
 use crate::envelope::{self, CheckedTool, Outcome};
 use crate::lifecycle::Lifecycle;
 use crate::listing::{self, Summary};
@@ -30,6 +30,7 @@ use crate::policy::{
 use crate::search::{self, Indexes, Query};
 use crate::session::{Outbound, Report, SessionError};
 use crate::text;
+use crate::text::Render;
 use crate::text::{Scrubber, Shown};
 use crate::view::Seen;
 

@@ -19,13 +19,13 @@ use serde_json::{Map, Value};
 
 use super::expansion;
 use super::listed::{Hints, ListedTool};
-use crate::edge::Render;
 use crate::param_headers::ParamHeaders;
 use crate::policy::{
     MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_RESULT_CHARS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH,
     MAX_TITLE_CHARS, MAX_TOOL_NAME_CHARS, MAX_VALIDATION_WORK, MAX_VIOLATION_CHARS,
     MAX_VIOLATIONS_IN_ERROR,
 };
+use crate::text::Render;
 use crate::text::{
     Scrubber, Shown, clean_value, is_name_char, log_safe, show, show_escaped, show_on_one_line,
     show_owned,

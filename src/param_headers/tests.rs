@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::edge::Render;
+use crate::text::Render;
 use crate::text::Scrubber;
 
 /// The headers of one call as `(name, value)` texts, sorted.

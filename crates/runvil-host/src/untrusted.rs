@@ -7,18 +7,10 @@
 //! character is escaped as Rust writes it (`\n`, `\u{1b}`), and nothing else is changed: quotes
 //! and backslashes stay readable.
 //!
-//! The same place adds runvil's hint where it recognises a cause that the reason's own words
-//! do not make plain: rustls' words for a TLS handshake answered by a plain-HTTP server.
+//! A cause that a reason's own words do not make plain (a TLS handshake answered by a
+//! plain-HTTP port) is named by the Pack, which knows it by its type; runvil matches no words.
 
-/// What rustls says when a TLS handshake gets bytes that are no TLS record: most often an
-/// `https://` URL at a port that serves plain HTTP.
-const PLAIN_HTTP_ANSWER: &str = "InvalidContentType";
-
-/// The hint added to a reason holding [`PLAIN_HTTP_ANSWER`].
-const PLAIN_HTTP_HINT: &str = " (is this an http:// server? the URL says https://)";
-
-/// `text` as runvil prints it: control characters escaped, and runvil's hint added where it
-/// recognises the cause.
+/// `text` as runvil prints it: control characters escaped.
 pub(crate) fn shown(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -27,9 +19,6 @@ pub(crate) fn shown(text: &str) -> String {
         } else {
             out.push(c);
         }
-    }
-    if text.contains(PLAIN_HTTP_ANSWER) {
-        out.push_str(PLAIN_HTTP_HINT);
     }
     out
 }
@@ -58,15 +47,5 @@ mod tests {
         let plain = r#"unknown namespace "nope"; C:\path — 服务器 ✓"#;
         assert_eq!(shown(plain), plain);
         assert_eq!(shown(""), "");
-    }
-
-    #[test]
-    fn a_tls_handshake_with_a_plain_http_port_gets_its_hint() {
-        let reason = "could not reach the server: connection failed: received corrupt message \
-                      of type InvalidContentType";
-        assert_eq!(
-            shown(reason),
-            format!("{reason} (is this an http:// server? the URL says https://)")
-        );
     }
 }
