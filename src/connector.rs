@@ -343,7 +343,7 @@ pub(crate) fn spawn(
         }
         let pinned = server.pins.is_some();
         let attempt = || start(&task_runtime, &spec, &clients, &scrubber, &auth, pinned);
-        let name = log_safe(&server.name);
+        let name = log_safe(&server.name).to_string();
         let on_failure = |reason: Option<Shown>| {
             let reason = reason
                 .unwrap_or_else(|| text::show(&scrubber, &deadline_passed(), MAX_ERROR_CHARS));
@@ -380,7 +380,7 @@ fn log_listing(name: &str, listed: &Listed) {
 
 /// Follows a ready server's tools: listens for its notices and re-lists on each, for ever.
 async fn follow(server: &Server, session: &SharedSession, scrubber: &Scrubber) {
-    let name = log_safe(&server.name);
+    let name = log_safe(&server.name).to_string();
     let relist = || async {
         let listed = tokio::time::timeout(
             START_ATTEMPT_DEADLINE,

@@ -13,7 +13,7 @@ use runvil_plugin::{Excerpt, FieldChange};
 use serde_json::{Map, Value};
 
 use crate::policy::{CHANGE_CONTEXT_CHARS, MAX_CHANGE_CHARS, MAX_CHANGES_SHOWN};
-use crate::text::{Scrubber, show, show_escaped};
+use crate::text::{Escape, Scrubber, show, show_escaped};
 
 /// The fields of a tool a model reads: a review shows all their changes, before any other.
 const MODEL_FIELDS: [&str; 7] = [
@@ -171,6 +171,6 @@ pub(super) fn path_with(path: &str, key: &str) -> String {
     match (word, path.is_empty()) {
         (true, true) => key.to_owned(),
         (true, false) => format!("{path}.{key}"),
-        (false, _) => format!("{path}[\"{}\"]", key.escape_default()),
+        (false, _) => format!("{path}[\"{}\"]", Escape::ascii(key)),
     }
 }

@@ -14,9 +14,10 @@
 use std::fmt;
 use std::ops::Deref;
 
+use super::Escape;
 use super::Scrubber;
 use super::Untrusted;
-use super::clean::{clean_text, plain_len, truncate};
+use super::clean::{clean_text, log_safe, plain_len, truncate};
 
 /// Text that was scrubbed, then cleaned or escaped, then cut (see the module's documentation).
 #[derive(Clone, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub(crate) fn show_owned(scrubber: &Scrubber, text: String, max: usize) -> Shown
 pub(crate) fn show_on_one_line(scrubber: &Scrubber, text: String, max: usize) -> Shown {
     let cleaned = scrub_and_clean(scrubber, text);
     let one_line = if cleaned.contains(['\n', '\t']) {
-        OneLine(&cleaned).to_string()
+        log_safe(&cleaned).to_string()
     } else {
         cleaned
     };
@@ -90,7 +91,7 @@ pub(crate) fn show_joined(
 /// `\n`), then cut to `max` characters: for a log line, which tracing writes as it is, and for a
 /// name a reader must be able to tell from every other (a rejected tool's, a model's typo).
 pub(crate) fn show_escaped(scrubber: &Scrubber, text: &str, max: usize) -> Shown {
-    let escaped = scrubber.scrub(text).escape_default().to_string();
+    let escaped = Escape::ascii(&scrubber.scrub(text)).to_string();
     Shown(truncate(escaped, max))
 }
 
@@ -116,9 +117,9 @@ impl Shown {
     }
 
     /// The text on one line, for a log field: newlines and tabs written as `\n` and `\t`, so
-    /// a text cannot forge a line of its own.
-    pub(crate) fn line(&self) -> OneLine<'_> {
-        OneLine(&self.0)
+    /// a text cannot forge a line of its own (cleaned text holds no other control).
+    pub(crate) fn line(&self) -> Escape<'_> {
+        log_safe(&self.0)
     }
 }
 
@@ -145,26 +146,6 @@ impl serde::Serialize for Shown {
 impl fmt::Debug for Shown {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.0, f)
-    }
-}
-
-/// A [`Shown`] written on one line.
-pub(crate) struct OneLine<'a>(&'a str);
-
-impl fmt::Display for OneLine<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Cleaned text holds no control character but these two.
-        let mut rest = self.0;
-        while let Some(at) = rest.find(['\n', '\t']) {
-            f.write_str(&rest[..at])?;
-            f.write_str(if rest.as_bytes()[at] == b'\n' {
-                "\\n"
-            } else {
-                "\\t"
-            })?;
-            rest = &rest[at + 1..];
-        }
-        f.write_str(rest)
     }
 }
 

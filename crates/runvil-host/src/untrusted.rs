@@ -5,10 +5,12 @@
 //! newlines, which a model reads as text. Printed as it is, a reason with a newline followed
 //! by `runvil: s is authorized` would be a line runvil never wrote. So every control
 //! character is escaped as Rust writes it (`\n`, `\u{1b}`), and nothing else is changed: quotes
-//! and backslashes stay readable.
+//! and backslashes stay readable. The escaping is the contract's [`Escape`], the Pack's too.
 //!
 //! The same place adds runvil's hint where it recognises a cause that the reason's own words
 //! do not make plain: rustls' words for a TLS handshake answered by a plain-HTTP server.
+
+use runvil_plugin::Escape;
 
 /// What rustls says when a TLS handshake gets bytes that are no TLS record: most often an
 /// `https://` URL at a port that serves plain HTTP.
@@ -17,28 +19,14 @@ const PLAIN_HTTP_ANSWER: &str = "InvalidContentType";
 /// The hint added to a reason holding [`PLAIN_HTTP_ANSWER`].
 const PLAIN_HTTP_HINT: &str = " (is this an http:// server? the URL says https://)";
 
-/// `text` as runvil prints it: control characters escaped, and runvil's hint added where it
-/// recognises the cause.
+/// `text` as runvil prints it: control characters escaped (the contract's
+/// [`Escape::controls`]), and runvil's hint added where it recognises the cause.
 pub(crate) fn shown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if is_line_breaking(c) {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
+    let mut out = Escape::controls(text).to_string();
     if text.contains(PLAIN_HTTP_ANSWER) {
         out.push_str(PLAIN_HTTP_HINT);
     }
     out
-}
-
-/// Characters that could end a line, move the cursor or start an escape sequence: the C0 and
-/// C1 controls and DEL (tab too, which would shift what follows), and the Unicode line and
-/// paragraph separators.
-fn is_line_breaking(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 #[cfg(test)]
