@@ -245,8 +245,10 @@ impl Loaded {
         match self {
             Self::Kept { record, version } => Ok((record.clone(), Some(*version))),
             Self::Unkept { record, read, .. } => Ok((record.clone(), *read)),
-            Self::Unreadable(why) => Err(StoreError::new(why.as_str())),
-            Self::NotRead => Err(StoreError::new("the server's tools were not listed yet")),
+            Self::Unreadable(why) => Err(why.clone().leave(StoreError::new)),
+            Self::NotRead => {
+                Err(Shown::ours("the server's tools were not listed yet").leave(StoreError::new))
+            }
         }
     }
 
@@ -721,7 +723,7 @@ impl Pins {
             let (mut record, read) = match self.load(&state.record).await {
                 Ok(Some((record, version))) => (record, Some(version)),
                 Ok(None) => (Record::unlisted(), None),
-                Err(unread) => return Err(StoreError::new(unread.why().into_string())),
+                Err(unread) => return Err(unread.why().leave(StoreError::new)),
             };
             if !record.decide(tool, enabled) {
                 return Ok((false, None));
@@ -736,10 +738,10 @@ impl Pins {
                     return Ok((true, shown));
                 }
                 Ok(Saved::Conflict) => {}
-                Err(why) => return Err(StoreError::new(why.into_string())),
+                Err(why) => return Err(why.leave(StoreError::new)),
             }
         }
-        Err(StoreError::new(kept_changing().into_string()))
+        Err(kept_changing().leave(StoreError::new))
     }
 
     /// Reads and judges the record, then changes it with `edit` (which answers `None` when
@@ -762,10 +764,10 @@ impl Pins {
                     return Ok(Some(answer));
                 }
                 Ok(Saved::Conflict) => {}
-                Err(why) => return Err(StoreError::new(why.into_string())),
+                Err(why) => return Err(why.leave(StoreError::new)),
             }
         }
-        Err(StoreError::new(kept_changing().into_string()))
+        Err(kept_changing().leave(StoreError::new))
     }
 
     /// The record in the store and its version, `None` when there is none. A record whose

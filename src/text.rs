@@ -27,7 +27,9 @@ pub(crate) use clean::{clean_value, log_safe, truncate};
 /// The one escaper of text written on a line a person reads, the Host's too.
 pub(crate) use runvil_plugin::Escape;
 pub(crate) use scrubber::Scrubber;
-pub(crate) use shown::{Shown, show, show_escaped, show_joined, show_on_one_line, show_owned};
+pub(crate) use shown::{
+    Piece, Shown, show, show_escaped, show_joined, show_on_one_line, show_owned,
+};
 pub(crate) use untrusted::Untrusted;
 
 /// The cleaning itself, which the envelope's tests hold to its rules character by character.

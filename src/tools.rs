@@ -255,7 +255,7 @@ impl CallContext {
         let call = async {
             let arguments = envelope::check_arguments(&tool, arguments)
                 .await
-                .map_err(|e| ToolError::Invalid(e.into_string()))?;
+                .map_err(|e| e.leave(ToolError::Invalid))?;
             let headers = tool
                 .param_headers
                 .headers(&arguments)
@@ -270,7 +270,7 @@ impl CallContext {
                 .map_err(|e| session_error(&e, &self.scrubber))?;
             match envelope::convert_result(result, &tool).await {
                 Outcome::Text(text) => Ok(text),
-                Outcome::ToolFailed(text) => Err(ToolError::Backend(text.into_string())),
+                Outcome::ToolFailed(text) => Err(text.leave(ToolError::Backend)),
             }
         };
         tokio::time::timeout(CALL_DEADLINE, call.instrument(server_span(&server.name)))
@@ -326,7 +326,7 @@ impl CallContext {
                 Ok(args) => self
                     .call_tool(args, options.progress, seen)
                     .await
-                    .map(Shown::into_string),
+                    .map(|text| text.leave(String::from)),
                 Err(e) => Err(e),
             },
             _ => Err(ToolError::Invalid(format!(
@@ -589,11 +589,11 @@ fn capped(text: String) -> String {
 /// A JSON-RPC error is the server's answer (backend); anything else kept the answer from
 /// arriving (transport). What the server said in it is shown scrubbed by `scrubber`.
 fn session_error(e: &SessionError, scrubber: &Scrubber) -> ToolError {
-    let text = e.render(scrubber).into_string();
-    match e {
-        SessionError::Rpc { .. } | SessionError::InputRequired(_) => ToolError::Backend(text),
-        _ => ToolError::Transport(text),
-    }
+    let kind = match e {
+        SessionError::Rpc { .. } | SessionError::InputRequired(_) => ToolError::Backend,
+        _ => ToolError::Transport,
+    };
+    e.render(scrubber).leave(kind)
 }
 
 /// A model-written name, quoted and escaped so it cannot pass as anything else (scrubbed

@@ -235,7 +235,7 @@ impl<'a> Reporter<'a> {
         let message = notice
             .message
             .0
-            .map(|m| text::show_owned(scrubber, m, MAX_PROGRESS_MESSAGE_CHARS).into_string());
+            .map(|m| text::show_owned(scrubber, m, MAX_PROGRESS_MESSAGE_CHARS).leave(String::from));
         (self.sink)(Progress {
             progress: notice.progress,
             total: notice.total.0,

@@ -95,6 +95,40 @@ pub(crate) fn show_escaped(scrubber: &Scrubber, text: &str, max: usize) -> Shown
     Shown(truncate(escaped, max))
 }
 
+/// A piece of a text [`Shown::concat`] composes: nothing in one came from outside unshown.
+pub(crate) enum Piece<'a> {
+    /// The Pack's own words, written in its source.
+    Ours(&'static str),
+    /// A number the Pack counted, or a limit of its policy.
+    Number(u64),
+    /// A text shown already.
+    Shown(&'a Shown),
+}
+
+impl From<&'static str> for Piece<'_> {
+    fn from(text: &'static str) -> Self {
+        Self::Ours(text)
+    }
+}
+
+impl From<u64> for Piece<'_> {
+    fn from(number: u64) -> Self {
+        Self::Number(number)
+    }
+}
+
+impl From<usize> for Piece<'_> {
+    fn from(number: usize) -> Self {
+        Self::Number(number as u64)
+    }
+}
+
+impl<'a> From<&'a Shown> for Piece<'a> {
+    fn from(shown: &'a Shown) -> Self {
+        Self::Shown(shown)
+    }
+}
+
 impl Untrusted<String> {
     /// What a party said, as [`show`] shows it.
     pub(crate) fn show(&self, scrubber: &Scrubber, max: usize) -> Shown {
@@ -108,18 +142,59 @@ impl Shown {
         Self(text.to_owned())
     }
 
+    /// `pieces` in order, cut to `max` characters: a text shown already is neither scrubbed
+    /// nor cleaned again, so composing cannot show anything twice.
+    pub(crate) fn concat<'a>(pieces: impl IntoIterator<Item = Piece<'a>>, max: usize) -> Self {
+        let mut text = String::new();
+        for piece in pieces {
+            match piece {
+                Piece::Ours(words) => text.push_str(words),
+                Piece::Number(number) => text.push_str(&number.to_string()),
+                Piece::Shown(shown) => text.push_str(&shown.0),
+            }
+        }
+        Self(truncate(text, max))
+    }
+
     pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The text, for a test to compare; the product hands a `Shown` over only by [`Self::leave`].
+    #[cfg(test)]
     pub(crate) fn into_string(self) -> String {
         self.0
+    }
+
+    /// The text handed over to the contract, whose types hold a `String` (a `ToolError`, a
+    /// `BackendState`, a `StoreError`, a held tool's change, a progress message): `kind` made
+    /// of it. The one place a `Shown` becomes a `String`, at the very edge of the Pack.
+    pub(crate) fn leave<T>(self, kind: impl FnOnce(String) -> T) -> T {
+        kind(self.0)
     }
 
     /// The text on one line, for a log field: newlines and tabs written as `\n` and `\t`, so
     /// a text cannot forge a line of its own (cleaned text holds no other control).
     pub(crate) fn line(&self) -> Escape<'_> {
         log_safe(&self.0)
+    }
+}
+
+impl PartialEq<str> for Shown {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<String> for Shown {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Shown {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
     }
 }
 
