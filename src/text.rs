@@ -23,7 +23,7 @@ mod shown;
 mod untrusted;
 
 pub(crate) use chars::is_name_char;
-pub(crate) use clean::{clean_value, log_safe, truncate};
+pub(crate) use clean::{clean_value, log_safe};
 /// The one escaper of text written on a line a person reads, the Host's too.
 pub(crate) use runvil_plugin::Escape;
 pub(crate) use scrubber::Scrubber;
@@ -34,4 +34,4 @@ pub(crate) use untrusted::Untrusted;
 
 /// The cleaning itself, which the envelope's tests hold to its rules character by character.
 #[cfg(test)]
-pub(crate) use clean::clean_text;
+pub(crate) use clean::{clean_text, truncate};

@@ -17,8 +17,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::{CALL_DYNAMIC_TOOL, GET_DYNAMIC_TOOLS, quoted};
+use crate::policy::MAX_ERROR_CHARS;
 use crate::policy::{MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS};
-use crate::text::Scrubber;
+use crate::text::{self, Scrubber};
 
 /// What `get_dynamic_tools` says of a `toolName` given without its `namespace` (its schema's
 /// one `dependentRequired` rule).
@@ -162,16 +163,15 @@ impl Published {
             .iter_errors(&args)
             .map(|error| self.explain(&error, scrubber))
             .min_by_key(|(rank, _)| *rank);
+        let shown = |text: &str| text::show(scrubber, text, MAX_ERROR_CHARS);
         if let Some((_, text)) = first {
-            return Err(ToolError::Invalid(text));
+            return Err(shown(&text).leave(ToolError::Invalid));
         }
         // The schema admits only what the type reads; were they ever to differ, the model's
         // input is refused as any invalid input is, never a panic on its path.
         serde_json::from_value(args).map_err(|e| {
-            ToolError::Invalid(format!(
-                "the arguments of {} cannot be read: {e}",
-                self.tool
-            ))
+            let text = format!("the arguments of {} cannot be read: {e}", self.tool);
+            shown(&text).leave(ToolError::Invalid)
         })
     }
 
