@@ -56,7 +56,7 @@ impl Status {
             Self::Ready(ready) => BackendState::Ready {
                 tools: ready.catalog.names(),
             },
-            Self::Failed(reason) => BackendState::Failed(reason.as_str().to_owned()),
+            Self::Failed(reason) => reason.clone().leave(BackendState::Failed),
             Self::Refused(reason) => BackendState::Refused(reason.clone()),
             Self::Disabled => BackendState::Disabled,
         }

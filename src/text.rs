@@ -28,7 +28,7 @@ pub(crate) use clean::{clean_value, log_safe};
 pub(crate) use runvil_plugin::Escape;
 pub(crate) use scrubber::Scrubber;
 pub(crate) use shown::{
-    Piece, Shown, show, show_escaped, show_joined, show_on_one_line, show_owned,
+    Piece, Shown, show, show_escaped, show_joined, show_listing, show_on_one_line, show_owned,
 };
 pub(crate) use untrusted::Untrusted;
 

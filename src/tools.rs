@@ -3,7 +3,9 @@
 //! an error that says what was wrong and what is valid.
 //!
 //! `arguments` owns the two tools' schemas and checks arguments against them; this module
-//! dispatches a checked call and scrubs and caps everything that leaves the Pack.
+//! dispatches a checked call. Every text it answers, result or error, is a `Shown` made where
+//! it is composed (an error from its pieces, each shown once, by `error`) and handed to the
+//! contract by `Shown::leave`: nothing is scrubbed or cut a second time on the way out.
 
 mod arguments;
 
@@ -318,21 +320,15 @@ impl CallContext {
             .and_then(|t| t.strip_prefix('/'))
             .unwrap_or_default();
         let schemas = &self.schemas;
-        match which {
-            // A listing is JSON around shown texts, with the servers' schemas only cleaned:
-            // it is scrubbed whole.
+        let answer = match which {
             GET_DYNAMIC_TOOLS => match schemas.list.parse(args, &self.scrubber) {
-                Ok(args) => {
-                    (self.list(args, seen).await).map(|text| self.scrubber.scrub_owned(text))
-                }
+                Ok(args) => (self.list(args, seen).await)
+                    .map(|json| text::show_listing(&self.scrubber, json)),
                 Err(e) => Err(e),
             },
             // A result is a `Shown`: scrubbed once, block by block, before its cut.
             CALL_DYNAMIC_TOOL => match schemas.call.parse(args, &self.scrubber) {
-                Ok(args) => self
-                    .call_tool(args, options.progress, seen)
-                    .await
-                    .map(|text| text.leave(String::from)),
+                Ok(args) => self.call_tool(args, options.progress, seen).await,
                 Err(e) => Err(e),
             },
             _ => {
@@ -353,7 +349,8 @@ impl CallContext {
                     ],
                 ))
             }
-        }
+        };
+        answer.map(|text| text.leave(String::from))
     }
 
     /// The Pack's id, as an error names it.
@@ -691,7 +688,7 @@ fn names(all: &[Shown]) -> Shown {
         pieces.push(name.into());
     }
     if more > 0 {
-        pieces.extend([" and ".into(), more.into(), " more".into()]);
+        pieces.extend::<[Piece<'_>; 3]>([" and ".into(), more.into(), " more".into()]);
     }
     Shown::concat(pieces, usize::MAX)
 }

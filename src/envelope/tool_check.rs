@@ -272,6 +272,14 @@ impl Rejected {
             reason: show(scrubber, reason, MAX_ERROR_CHARS),
         }
     }
+
+    /// A tool held until the user approves it, for `reason`, shown already.
+    pub(crate) fn held(scrubber: &Scrubber, name: &str, reason: Shown) -> Self {
+        Self {
+            name: show_escaped(scrubber, name, MAX_TOOL_NAME_CHARS),
+            reason,
+        }
+    }
 }
 
 /// Why a schema is refused: each kind with its limit, in the Pack's own words.

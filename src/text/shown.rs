@@ -10,6 +10,11 @@
 //! cleaning or escaping first can change a secret's form so that it is not found. [`Shown`] is
 //! made by the functions of this file alone, each of which does the three in that order, so no
 //! other order can be written: a reason or log field is a `Shown`, or the Pack's own constant.
+//!
+//! Texts are composed from texts shown already and the Pack's own words by [`Shown::concat`],
+//! never by formatting a `Shown` and showing the result again (which scrubbed and cut twice,
+//! nesting one cut's marker in another). A `Shown` leaves the Pack by [`Shown::leave`] alone,
+//! which makes the contract's type of it, at the very edge.
 
 use std::fmt;
 use std::ops::Deref;
@@ -63,6 +68,14 @@ fn scrub_and_clean(scrubber: &Scrubber, text: String) -> String {
     scrubber.scrub_owned(cleaned)
 }
 
+/// The JSON `get_dynamic_tools` answers: texts shown already (names, titles, descriptions,
+/// reasons) around the servers' schemas, whose strings were cleaned one by one, and the
+/// model's own query. Scrubbed whole, which the schemas need; never cut, since the listing
+/// keeps its own cap in bytes by leaving out whole tools, and a cut would break its JSON.
+pub(crate) fn show_listing(scrubber: &Scrubber, json: String) -> Shown {
+    Shown(scrubber.scrub_owned(json))
+}
+
 /// `pieces` each scrubbed and cleaned on its own (so an escape left open in one cannot swallow
 /// the next), joined by `separator`, then cut to `max` characters: a result's content blocks.
 pub(crate) fn show_joined(
@@ -96,11 +109,12 @@ pub(crate) fn show_escaped(scrubber: &Scrubber, text: &str, max: usize) -> Shown
 }
 
 /// A piece of a text [`Shown::concat`] composes: nothing in one came from outside unshown.
+#[derive(Clone, Copy)]
 pub(crate) enum Piece<'a> {
     /// The Pack's own words, written in its source.
     Ours(&'static str),
-    /// A number the Pack counted, or a limit of its policy.
-    Number(u64),
+    /// A number the Pack counted, a limit of its policy, or an error's code.
+    Number(i128),
     /// A text shown already.
     Shown(&'a Shown),
 }
@@ -113,13 +127,20 @@ impl From<&'static str> for Piece<'_> {
 
 impl From<u64> for Piece<'_> {
     fn from(number: u64) -> Self {
-        Self::Number(number)
+        Self::Number(number.into())
+    }
+}
+
+impl From<i64> for Piece<'_> {
+    fn from(number: i64) -> Self {
+        Self::Number(number.into())
     }
 }
 
 impl From<usize> for Piece<'_> {
     fn from(number: usize) -> Self {
-        Self::Number(number as u64)
+        // A usize is at most 64 bits on every target Rust supports.
+        Self::Number(i128::try_from(number).unwrap_or(i128::MAX))
     }
 }
 
