@@ -60,7 +60,7 @@ impl Status {
             Self::Ready(ready) => BackendState::Ready {
                 tools: ready.catalog.names(),
             },
-            Self::Failed(reason) => BackendState::Failed(reason.as_str().to_owned()),
+            Self::Failed(reason) => reason.clone().leave(BackendState::Failed),
             Self::Refused(refusal) => BackendState::Refused(refusal.to_string()),
             Self::Disabled => BackendState::Disabled,
         }
@@ -347,7 +347,7 @@ pub(crate) fn spawn(
         }
         let pinned = server.pins.is_some();
         let attempt = || start(&task_runtime, &spec, &clients, &scrubber, &auth, pinned);
-        let name = log_safe(&server.name);
+        let name = log_safe(&server.name).to_string();
         let on_failure = |error: Option<SessionError>| {
             let reason = match error {
                 Some(error) => error.render(&scrubber),
@@ -386,7 +386,7 @@ fn log_listing(name: &str, listed: &Listed) {
 
 /// Follows a ready server's tools: listens for its notices and re-lists on each, for ever.
 async fn follow(server: &Server, session: &SharedSession, scrubber: &Arc<Scrubber>) {
-    let name = log_safe(&server.name);
+    let name = log_safe(&server.name).to_string();
     let relist = || async {
         let catalog = catalog(scrubber, server.pins.is_some());
         let listed =

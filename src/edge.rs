@@ -171,9 +171,10 @@ pub(crate) fn log(trouble: &Trouble, scrubber: &Scrubber) {
 
 /// A progress notice as the Host is shown it: its message scrubbed, cleaned and capped.
 pub(crate) fn progress(noticed: Noticed, scrubber: &Scrubber) -> Progress {
-    let message = noticed
-        .message
-        .map(|m| m.show(scrubber, MAX_PROGRESS_MESSAGE_CHARS).into_string());
+    let message = noticed.message.map(|m| {
+        m.show(scrubber, MAX_PROGRESS_MESSAGE_CHARS)
+            .leave(String::from)
+    });
     Progress {
         progress: noticed.progress,
         total: noticed.total,

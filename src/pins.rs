@@ -59,7 +59,7 @@ use crate::envelope::{CheckedTool, Rejected, ToolSet};
 use crate::policy::{
     MAX_ERROR_CHARS, MAX_PIN_SAVE_ATTEMPTS, MAX_PINNED_DEFINITION_BYTES, PIN_RECHECK_INTERVAL,
 };
-use crate::text::{Scrubber, Shown, log_safe, show};
+use crate::text::{Piece, Scrubber, Shown, log_safe, show};
 
 /// The record's format; a record of another version is not read as trust.
 const RECORD_VERSION: u32 = 1;
@@ -245,8 +245,10 @@ impl Loaded {
         match self {
             Self::Kept { record, version } => Ok((record.clone(), Some(*version))),
             Self::Unkept { record, read, .. } => Ok((record.clone(), *read)),
-            Self::Unreadable(why) => Err(StoreError::new(why.as_str())),
-            Self::NotRead => Err(StoreError::new("the server's tools were not listed yet")),
+            Self::Unreadable(why) => Err(why.clone().leave(StoreError::new)),
+            Self::NotRead => {
+                Err(Shown::ours("the server's tools were not listed yet").leave(StoreError::new))
+            }
         }
     }
 
@@ -455,7 +457,7 @@ impl Pins {
     }
 
     /// What is held, and why, in a form to compare.
-    fn snapshot(&self, state: &State) -> Vec<(String, String, String)> {
+    fn snapshot(&self, state: &State) -> Vec<(String, String, Shown)> {
         (state.held.iter())
             .map(|(name, now)| {
                 let reason = self.reason(now.why, &state.record);
@@ -590,7 +592,7 @@ impl Pins {
         for (name, now) in &state.held {
             tools.remove(name);
             let reason = self.reason(now.why, &state.record);
-            reasons.insert(name.clone(), Rejected::new(&self.scrubber, name, &reason));
+            reasons.insert(name.clone(), Rejected::held(&self.scrubber, name, reason));
         }
         // Nor is one the envelope dropped listed under `rejected` (a valid name is shown as
         // it is).
@@ -599,26 +601,36 @@ impl Pins {
         ToolSet::new(tools, rejected, listing.more_rejected, reasons)
     }
 
-    /// Why a tool is held, for a model, with the Host's hint.
-    fn reason(&self, why: Held, record: &Loaded) -> String {
+    /// Why a tool is held, for a model, with the Host's hint: the store's error in it as it
+    /// was shown, composed, not shown again.
+    fn reason(&self, why: Held, record: &Loaded) -> Shown {
+        let hint = show(&self.scrubber, &self.hint, MAX_ERROR_CHARS);
+        let reason = |pieces: &[Piece<'_>]| {
+            let pieces = pieces.iter().copied().chain([(&hint).into()]);
+            Shown::concat(pieces, MAX_ERROR_CHARS)
+        };
         match (why, record) {
-            (Held::Changed, _) => format!(
-                "its definition changed since it was approved; {}",
-                self.hint
-            ),
-            (Held::Unverified, Loaded::Unreadable(error)) => format!(
-                "the record of approved tools cannot be read ({error}), so no tool is trusted; {}",
-                self.hint
-            ),
-            (Held::Unkept, Loaded::Unkept { why: error, .. }) => format!(
-                "the record of approved tools cannot be kept ({error}), so no tool is trusted \
-                 until it can be; {}",
-                self.hint
-            ),
-            _ => format!(
-                "it is new since the tools of {} were approved; {}",
-                self.namespace, self.hint
-            ),
+            (Held::Changed, _) => {
+                reason(&["its definition changed since it was approved; ".into()])
+            }
+            (Held::Unverified, Loaded::Unreadable(error)) => reason(&[
+                "the record of approved tools cannot be read (".into(),
+                error.into(),
+                "), so no tool is trusted; ".into(),
+            ]),
+            (Held::Unkept, Loaded::Unkept { why: error, .. }) => reason(&[
+                "the record of approved tools cannot be kept (".into(),
+                error.into(),
+                "), so no tool is trusted until it can be; ".into(),
+            ]),
+            _ => {
+                let namespace = show(&self.scrubber, &self.namespace, MAX_ERROR_CHARS);
+                reason(&[
+                    "it is new since the tools of ".into(),
+                    (&namespace).into(),
+                    " were approved; ".into(),
+                ])
+            }
         }
     }
 
@@ -721,7 +733,7 @@ impl Pins {
             let (mut record, read) = match self.load(&state.record).await {
                 Ok(Some((record, version))) => (record, Some(version)),
                 Ok(None) => (Record::unlisted(), None),
-                Err(unread) => return Err(StoreError::new(unread.why().into_string())),
+                Err(unread) => return Err(unread.why().leave(StoreError::new)),
             };
             if !record.decide(tool, enabled) {
                 return Ok((false, None));
@@ -736,10 +748,10 @@ impl Pins {
                     return Ok((true, shown));
                 }
                 Ok(Saved::Conflict) => {}
-                Err(why) => return Err(StoreError::new(why.into_string())),
+                Err(why) => return Err(why.leave(StoreError::new)),
             }
         }
-        Err(StoreError::new(kept_changing().into_string()))
+        Err(kept_changing().leave(StoreError::new))
     }
 
     /// Reads and judges the record, then changes it with `edit` (which answers `None` when
@@ -762,10 +774,10 @@ impl Pins {
                     return Ok(Some(answer));
                 }
                 Ok(Saved::Conflict) => {}
-                Err(why) => return Err(StoreError::new(why.into_string())),
+                Err(why) => return Err(why.leave(StoreError::new)),
             }
         }
-        Err(StoreError::new(kept_changing().into_string()))
+        Err(kept_changing().leave(StoreError::new))
     }
 
     /// The record in the store and its version, `None` when there is none. A record whose

@@ -112,7 +112,7 @@ impl Index {
             add(NAMESPACE, &mut std::iter::once(namespace), all);
             add(TITLE, &mut tool.title.as_deref().into_iter(), all);
             // A tool without a description shows its title or name as one: counted once.
-            if Some(&tool.description) != tool.title.as_ref() && tool.description != tool.name {
+            if Some(&tool.description) != tool.title.as_ref() && tool.description != *tool.name {
                 let description = tool.description.as_str();
                 add(
                     DESCRIPTION,

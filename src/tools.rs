@@ -3,7 +3,9 @@
 //! an error that says what was wrong and what is valid.
 //!
 //! `arguments` owns the two tools' schemas and checks arguments against them; this module
-//! dispatches a checked call and scrubs and caps everything that leaves the Pack.
+//! dispatches a checked call. Every text it answers, result or error, is a `Shown` made where
+//! it is composed (an error from its pieces, each shown once, by `error`) and handed to the
+//! contract by `Shown::leave`: nothing is scrubbed or cut a second time on the way out.
 
 mod arguments;
 
@@ -30,8 +32,7 @@ use crate::policy::{
 use crate::search::{self, Indexes, Query};
 use crate::session::{Outbound, Report, SessionError};
 use crate::text;
-use crate::text::Render;
-use crate::text::{Scrubber, Shown};
+use crate::text::{Piece, Render, Scrubber, Shown};
 use crate::view::Seen;
 
 use self::arguments::{CallArguments, ListArguments, Schemas};
@@ -95,14 +96,14 @@ impl McpPack {
         options: CallOptions,
     ) -> BoxFuture<'static, Result<String, ToolError>> {
         let Some(mut ticket) = self.lifecycle.enter() else {
-            return Box::pin(async { Err(ToolError::Transport(SHUT_DOWN.to_owned())) });
+            return Box::pin(async { Err(shut_down()) });
         };
         let context = Arc::clone(&self.context);
         let tool = tool.to_owned();
         let work = async move {
             tokio::select! {
                 outcome = context.call(&tool, args, options) => outcome,
-                () = ticket.closing() => Err(ToolError::Transport(SHUT_DOWN.to_owned())),
+                () = ticket.closing() => Err(shut_down()),
             }
         };
         let runtime = self.runtime.clone();
@@ -114,10 +115,10 @@ impl McpPack {
             match AbortOnDropHandle::new(runtime.spawn(work)).await {
                 Ok(outcome) => outcome,
                 // The runtime is shutting down (an abort of ours drops this future first).
-                Err(e) if e.is_cancelled() => Err(ToolError::Transport(SHUT_DOWN.to_owned())),
-                Err(_) => Err(ToolError::Transport(
-                    "the call failed inside the Pack".to_owned(),
-                )),
+                Err(e) if e.is_cancelled() => Err(shut_down()),
+                Err(_) => {
+                    Err(Shown::ours("the call failed inside the Pack").leave(ToolError::Transport))
+                }
             }
         })
     }
@@ -136,6 +137,11 @@ impl McpPack {
 /// The answer to a call made after shutdown, or cut short by it.
 const SHUT_DOWN: &str = "the Pack was shut down";
 
+/// A call's error when the Pack was shut down.
+fn shut_down() -> ToolError {
+    Shown::ours(SHUT_DOWN).leave(ToolError::Transport)
+}
+
 impl CallContext {
     /// The server of `namespace`, if the caller may know it; else the error an unknown
     /// namespace gets, naming only the namespaces the caller may know.
@@ -146,13 +152,21 @@ impl CallContext {
             .find(|s| s.name == namespace)
             .ok_or_else(|| {
                 // A suggestion too is only ever a name the caller may know.
+                let s = &self.scrubber;
                 let known: Vec<&str> = visible.map(|s| s.name.as_str()).collect();
-                ToolError::Invalid(format!(
-                    "unknown namespace {}; {}the namespaces are: {}",
-                    quoted(namespace, &self.scrubber),
-                    did_you_mean(namespace, known.iter().copied()),
-                    names(known.iter().copied())
-                ))
+                let (typed, known) = (quoted(namespace, s), shown_names(&known, s));
+                let suggested = did_you_mean(namespace, &known);
+                error(
+                    ToolError::Invalid,
+                    [
+                        "unknown namespace ".into(),
+                        (&typed).into(),
+                        "; ".into(),
+                        (&suggested).into(),
+                        "the namespaces are: ".into(),
+                        (&names(&known)).into(),
+                    ],
+                )
             })
     }
 
@@ -257,11 +271,9 @@ impl CallContext {
         let call = async {
             let arguments = envelope::check_arguments(&tool, arguments)
                 .await
-                .map_err(|e| ToolError::Invalid(e.into_string()))?;
-            let headers = tool
-                .param_headers
-                .headers(&arguments)
-                .map_err(|e| ToolError::Invalid(e.render(&self.scrubber).into_string()))?;
+                .map_err(|e| e.leave(ToolError::Invalid))?;
+            let headers = (tool.param_headers.headers(&arguments))
+                .map_err(|e| e.render(&self.scrubber).leave(ToolError::Invalid))?;
             let report = progress
                 .as_ref()
                 .map(|sink| move |noticed| sink(edge::progress(noticed, &self.scrubber)));
@@ -275,36 +287,29 @@ impl CallContext {
                 .map_err(|e| session_error(&e, &self.scrubber))?;
             match envelope::convert_result(result, &tool).await {
                 Outcome::Text(text) => Ok(text),
-                Outcome::ToolFailed(text) => Err(ToolError::Backend(text.into_string())),
+                Outcome::ToolFailed(text) => Err(text.leave(ToolError::Backend)),
             }
         };
         tokio::time::timeout(CALL_DEADLINE, call.instrument(server_span(&server.name)))
             .await
             .unwrap_or_else(|_| {
-                Err(ToolError::Transport(format!(
-                    "{namespace} did not answer within {} s",
-                    CALL_DEADLINE.as_secs()
-                )))
+                let namespace = text::show(&self.scrubber, namespace, MAX_ERROR_CHARS);
+                Err(error(
+                    ToolError::Transport,
+                    [
+                        (&namespace).into(),
+                        " did not answer within ".into(),
+                        CALL_DEADLINE.as_secs().into(),
+                        " s".into(),
+                    ],
+                ))
             })
-    }
-
-    /// Every error leaving the Pack passes here: no configured secret gets out, whatever a
-    /// server echoed into it.
-    fn scrub_error(&self, error: ToolError) -> ToolError {
-        let s = &self.scrubber;
-        match error {
-            // Scrubbed before it is cut, so no cut can split a secret past the scrubber. A
-            // backend error is a tool's own text, capped as results are.
-            ToolError::Invalid(m) => ToolError::Invalid(capped(s.scrub_owned(m))),
-            ToolError::Backend(m) => ToolError::Backend(s.scrub_owned(m)),
-            ToolError::Transport(m) => ToolError::Transport(capped(s.scrub_owned(m))),
-            other => other,
-        }
     }
 }
 
 impl CallContext {
-    /// Answers a call of one of the two tools, scrubbed.
+    /// Answers a call of one of the two tools: every text in it, and in its error, shown
+    /// (scrubbed, cleaned and cut) where it was made.
     async fn call(
         &self,
         tool: &str,
@@ -317,31 +322,42 @@ impl CallContext {
             .and_then(|t| t.strip_prefix('/'))
             .unwrap_or_default();
         let schemas = &self.schemas;
-        let outcome = match which {
-            // A listing is JSON around shown texts, with the servers' schemas only cleaned:
-            // it is scrubbed whole.
+        let answer = match which {
             GET_DYNAMIC_TOOLS => match schemas.list.parse(args, &self.scrubber) {
-                Ok(args) => {
-                    (self.list(args, seen).await).map(|text| self.scrubber.scrub_owned(text))
-                }
+                Ok(args) => (self.list(args, seen).await)
+                    .map(|json| text::show_listing(&self.scrubber, json)),
                 Err(e) => Err(e),
             },
-            // A result is a `Shown` already: scrubbed once, block by block, before its cut.
+            // A result is a `Shown`: scrubbed once, block by block, before its cut.
             CALL_DYNAMIC_TOOL => match schemas.call.parse(args, &self.scrubber) {
-                Ok(args) => self
-                    .call_tool(args, options.progress, seen)
-                    .await
-                    .map(Shown::into_string),
+                Ok(args) => self.call_tool(args, options.progress, seen).await,
                 Err(e) => Err(e),
             },
-            _ => Err(ToolError::Invalid(format!(
-                "unknown tool {}; this Pack has {}/{GET_DYNAMIC_TOOLS} and {}/{CALL_DYNAMIC_TOOL}",
-                quoted(tool, &self.scrubber),
-                self.id,
-                self.id
-            ))),
+            _ => {
+                let (typed, id) = (quoted(tool, &self.scrubber), self.shown_id());
+                Err(error(
+                    ToolError::Invalid,
+                    [
+                        "unknown tool ".into(),
+                        (&typed).into(),
+                        "; this Pack has ".into(),
+                        (&id).into(),
+                        "/".into(),
+                        GET_DYNAMIC_TOOLS.into(),
+                        " and ".into(),
+                        (&id).into(),
+                        "/".into(),
+                        CALL_DYNAMIC_TOOL.into(),
+                    ],
+                ))
+            }
         };
-        outcome.map_err(|e| self.scrub_error(e))
+        answer.map(|text| text.leave(String::from))
+    }
+
+    /// The Pack's id, as an error names it.
+    fn shown_id(&self) -> Shown {
+        text::show(&self.scrubber, &self.id, MAX_ERROR_CHARS)
     }
 }
 
@@ -532,106 +548,149 @@ fn ready_tool(
     tool_name: &str,
     scrubber: &Scrubber,
 ) -> Result<(Ready, Arc<CheckedTool>), ToolError> {
+    let name = text::show(scrubber, &server.name, MAX_ERROR_CHARS);
     let ready = match server.status() {
         Status::Ready(ready) => ready,
         Status::Loading => {
-            return Err(ToolError::Invalid(format!(
-                "{} is not ready: its status is loading (still connecting); try again shortly",
-                server.name
-            )));
+            let why = " (still connecting); try again shortly";
+            return Err(not_ready(ToolError::Invalid, &name, "loading", why.into()));
         }
         // A server that could not be reached is the transport's failure; a refused entry
         // is the configuration's, which no retry of the call changes.
         Status::Failed(reason) => {
-            return Err(ToolError::Transport(format!(
-                "{} is not ready: its status is error: {reason}",
-                server.name
-            )));
+            return Err(not_ready(
+                ToolError::Transport,
+                &name,
+                "error: ",
+                (&reason).into(),
+            ));
         }
         Status::Refused(reason) => {
-            return Err(ToolError::Invalid(format!(
-                "{} is not ready: its status is error: {reason}",
-                server.name
-            )));
+            let reason = text::show(scrubber, &reason.to_string(), MAX_ERROR_CHARS);
+            return Err(not_ready(
+                ToolError::Invalid,
+                &name,
+                "error: ",
+                (&reason).into(),
+            ));
         }
         Status::Disabled => {
-            return Err(ToolError::Invalid(format!(
-                "{} is not ready: its status is disabled (the user turned it off)",
-                server.name
-            )));
+            let why = " (the user turned it off)";
+            return Err(not_ready(ToolError::Invalid, &name, "disabled", why.into()));
         }
     };
     let visible = seen.tool(server, tool_name);
     if let Some(held) = ready.catalog.held.get(tool_name).filter(|_| visible) {
-        return Err(ToolError::Invalid(format!(
-            "{} holds the tool {}: {}",
-            server.name,
-            quoted(tool_name, scrubber),
-            held.reason
-        )));
+        let typed = quoted(tool_name, scrubber);
+        return Err(error(
+            ToolError::Invalid,
+            [
+                (&name).into(),
+                " holds the tool ".into(),
+                (&typed).into(),
+                ": ".into(),
+                (&held.reason).into(),
+            ],
+        ));
     }
     let tool = ready.catalog.tools.get(tool_name).filter(|_| visible);
     let tool = tool.cloned().ok_or_else(|| {
         let tools = ready.catalog.tools.keys().map(String::as_str);
         let known: Vec<&str> = tools.filter(|t| seen.tool(server, t)).collect();
-        ToolError::Invalid(format!(
-            "{} has no tool {}; {}its tools are: {}",
-            server.name,
-            quoted(tool_name, scrubber),
-            did_you_mean(tool_name, known.iter().copied()),
-            names(known.iter().copied())
-        ))
+        let (typed, known) = (quoted(tool_name, scrubber), shown_names(&known, scrubber));
+        let suggested = did_you_mean(tool_name, &known);
+        error(
+            ToolError::Invalid,
+            [
+                (&name).into(),
+                " has no tool ".into(),
+                (&typed).into(),
+                "; ".into(),
+                (&suggested).into(),
+                "its tools are: ".into(),
+                (&names(&known)).into(),
+            ],
+        )
     })?;
     Ok((ready, tool))
 }
 
-/// An error text cut to [`MAX_ERROR_CHARS`]: errors quote names, paths and messages, and a
-/// long one (a model's own argument quoted back, say) must not become a result's worth.
-fn capped(text: String) -> String {
-    text::truncate(text, MAX_ERROR_CHARS)
+/// `<server> is not ready: its status is <status><more>`.
+fn not_ready(
+    kind: fn(String) -> ToolError,
+    name: &Shown,
+    status: &'static str,
+    more: Piece<'_>,
+) -> ToolError {
+    let words = " is not ready: its status is ";
+    error(kind, [name.into(), words.into(), status.into(), more])
+}
+
+/// The error of `kind` whose text is `pieces`, cut to [`MAX_ERROR_CHARS`]: errors quote names,
+/// paths and messages, and a long one (a model's own argument quoted back, say) must not
+/// become a result's worth. Each piece is shown already, or the Pack's own words.
+fn error<'a>(
+    kind: fn(String) -> ToolError,
+    pieces: impl IntoIterator<Item = Piece<'a>>,
+) -> ToolError {
+    Shown::concat(pieces, MAX_ERROR_CHARS).leave(kind)
 }
 
 /// A JSON-RPC error is the server's answer (backend); anything else kept the answer from
 /// arriving (transport). What the server said in it is shown scrubbed by `scrubber`.
 fn session_error(e: &SessionError, scrubber: &Scrubber) -> ToolError {
-    let text = e.render(scrubber).into_string();
-    match e {
-        SessionError::Rpc { .. } | SessionError::InputRequired(_) => ToolError::Backend(text),
-        _ => ToolError::Transport(text),
-    }
+    let kind = match e {
+        SessionError::Rpc { .. } | SessionError::InputRequired(_) => ToolError::Backend,
+        _ => ToolError::Transport,
+    };
+    e.render(scrubber).leave(kind)
 }
 
 /// A model-written name, quoted and escaped so it cannot pass as anything else (scrubbed
 /// first, as [`text::show_escaped`] does: once escaped, a secret in it would no longer be
 /// found).
-fn quoted(name: &str, scrubber: &Scrubber) -> String {
-    format!(
-        "\"{}\"",
-        text::show_escaped(scrubber, name, MAX_ERROR_CHARS)
-    )
+fn quoted(name: &str, scrubber: &Scrubber) -> Shown {
+    let escaped = text::show_escaped(scrubber, name, MAX_ERROR_CHARS);
+    // Cut already: the quotes around it are not cut again.
+    Shown::concat(["\"".into(), (&escaped).into(), "\"".into()], usize::MAX)
+}
+
+/// Names the caller may know (the configuration's servers, a catalog's tools), each shown.
+fn shown_names(names: &[&str], scrubber: &Scrubber) -> Vec<Shown> {
+    let shown = |name: &&str| text::show(scrubber, name, MAX_ERROR_CHARS);
+    names.iter().map(shown).collect()
 }
 
 /// `did you mean NAME? ` of the name of `all` nearest to `typed` (within
-/// [`MAX_SUGGESTION_EDITS`]), or nothing. The names are the config's and the catalog's, which
-/// the listing shows as they are.
-fn did_you_mean<'a>(typed: &str, all: impl IntoIterator<Item = &'a str>) -> String {
-    match runvil_plugin::nearest(typed, all, MAX_SUGGESTION_EDITS) {
-        Some(name) => format!("did you mean {name}? "),
-        None => String::new(),
+/// [`MAX_SUGGESTION_EDITS`]), or nothing.
+fn did_you_mean(typed: &str, all: &[Shown]) -> Shown {
+    let texts = all.iter().map(Shown::as_str);
+    let nearest = runvil_plugin::nearest(typed, texts, MAX_SUGGESTION_EDITS);
+    match nearest.and_then(|name| all.iter().find(|shown| *shown == name)) {
+        Some(name) => Shown::concat(
+            ["did you mean ".into(), name.into(), "? ".into()],
+            MAX_ERROR_CHARS,
+        ),
+        None => Shown::ours(""),
     }
 }
 
 /// Up to [`MAX_NAMES_IN_ERROR`] names, comma-separated, saying how many more there are.
-fn names<'a>(all: impl ExactSizeIterator<Item = &'a str>) -> String {
-    let total = all.len();
-    if total == 0 {
-        return "(none)".to_owned();
+fn names(all: &[Shown]) -> Shown {
+    if all.is_empty() {
+        return Shown::ours("(none)");
     }
-    let shown: Vec<&str> = all.take(MAX_NAMES_IN_ERROR).collect();
-    let more = total - shown.len();
-    let mut text = shown.join(", ");
+    let shown = &all[..all.len().min(MAX_NAMES_IN_ERROR)];
+    let more = all.len() - shown.len();
+    let mut pieces: Vec<Piece<'_>> = Vec::with_capacity(2 * shown.len() + 3);
+    for (at, name) in shown.iter().enumerate() {
+        if at > 0 {
+            pieces.push(", ".into());
+        }
+        pieces.push(name.into());
+    }
     if more > 0 {
-        text.push_str(&format!(" and {more} more"));
+        pieces.extend::<[Piece<'_>; 3]>([" and ".into(), more.into(), " more".into()]);
     }
-    text
+    Shown::concat(pieces, usize::MAX)
 }

@@ -125,7 +125,7 @@ impl Catalog {
             return self.reject(reject(&self.scrubber, &name, &reason));
         }
         match check_tool(tool, &self.scrubber) {
-            Ok(tool) if self.tools.contains_key(&tool.name) => {
+            Ok(tool) if self.tools.contains_key(tool.name.as_str()) => {
                 let dropped = reject(
                     &self.scrubber,
                     &tool.name,
@@ -135,9 +135,9 @@ impl Catalog {
             }
             Ok(tool) => {
                 if let Some(definitions) = &mut self.definitions {
-                    definitions.insert(tool.name.clone(), raw.get().to_owned());
+                    definitions.insert(tool.name.to_string(), raw.get().to_owned());
                 }
-                self.tools.insert(tool.name.clone(), Arc::new(tool));
+                self.tools.insert(tool.name.to_string(), Arc::new(tool));
             }
             Err(dropped) => self.reject(dropped),
         }

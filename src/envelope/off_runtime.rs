@@ -108,7 +108,7 @@ async fn run<T: Send + 'static>(
     // Tells the blocking work its call is gone when the call's future is dropped.
     let dropped = CancellationToken::new();
     let _stop = dropped.clone().drop_guard();
-    let name = log_safe(&tool.name);
+    let name = log_safe(&tool.name).to_string();
     let task = tokio::task::spawn_blocking(move || {
         // The pool may start this after the call is gone: then there is no one to answer.
         if dropped.is_cancelled() {

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::CheckedTool;
 use crate::policy::{MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_RESULT_CHARS};
-use crate::text::{Scrubber, Shown, Untrusted, show, show_joined};
+use crate::text::{Escape, Scrubber, Shown, Untrusted, show_joined};
 
 /// What a `tools/call` result becomes for a model.
 pub(crate) enum Outcome {
@@ -76,7 +76,7 @@ fn block_text(mut block: Value) -> String {
                 format!("[resource omitted: {mime}]")
             })
         }
-        Some(other) => format!("[{} omitted]", other.escape_default()),
+        Some(other) => format!("[{} omitted]", Escape::ascii(other)),
         None => "[content omitted]".to_owned(),
     }
 }
@@ -84,9 +84,9 @@ fn block_text(mut block: Value) -> String {
 /// The text of a JSON-RPC error a server answered with, its message scrubbed by `scrubber`.
 pub(crate) fn rpc_error_text(code: i64, message: &Untrusted<String>, scrubber: &Scrubber) -> Shown {
     let message = message.show(scrubber, MAX_DESCRIPTION_CHARS);
-    show(
-        scrubber,
-        &format!("the server answered with error {code}: {message}"),
+    let words = "the server answered with error ".into();
+    Shown::concat(
+        [words, code.into(), ": ".into(), (&message).into()],
         MAX_ERROR_CHARS,
     )
 }

@@ -27,8 +27,8 @@ use crate::policy::{
 };
 use crate::text::Render;
 use crate::text::{
-    Scrubber, Shown, clean_value, is_name_char, log_safe, show, show_escaped, show_on_one_line,
-    show_owned,
+    Piece, Scrubber, Shown, clean_value, is_name_char, log_safe, show, show_escaped,
+    show_on_one_line, show_owned,
 };
 use crate::wire::Object;
 
@@ -79,10 +79,11 @@ impl ToolSet {
 /// A tool the envelope let through.
 #[derive(Debug)]
 pub(crate) struct CheckedTool {
-    pub(crate) name: String,
-    pub(crate) description: String,
-    /// Its display name (`title`, else `annotations.title`), cleaned and capped.
-    pub(crate) title: Option<String>,
+    pub(crate) name: ToolName,
+    /// Its description, else a title, else its name: shown (scrubbed, cleaned and capped).
+    pub(crate) description: Shown,
+    /// Its display name (`title`, else `annotations.title`), shown.
+    pub(crate) title: Option<Shown>,
     /// Its behaviour hints, when it gave any.
     pub(crate) hints: Option<Hints>,
     /// The schema as a model sees it: strings cleaned.
@@ -102,6 +103,32 @@ pub(crate) struct CheckedTool {
     pub(super) output_validator: OnceLock<Option<Validator>>,
     /// The Pack's scrubber, for what its checks and results show of the server's text.
     pub(super) scrubber: Arc<Scrubber>,
+}
+
+/// A tool's name as the check accepted it: a non-empty string of at most
+/// [`MAX_TOOL_NAME_CHARS`] name characters, holding no configured secret. Made only by the
+/// check, so a name anywhere else is one a model can type back and a person can read as it is.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct ToolName(String);
+
+impl ToolName {
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for ToolName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// A tool the envelope dropped, as the listing shows it.
@@ -176,7 +203,7 @@ pub(super) fn check_tool(
 
 /// The tool's name, if it is one a listing and a call can carry: a non-empty string of at most
 /// [`MAX_TOOL_NAME_CHARS`] name characters, holding no configured secret.
-fn checked_name(name: Option<String>, scrubber: &Scrubber) -> Result<String, Rejected> {
+fn checked_name(name: Option<String>, scrubber: &Scrubber) -> Result<ToolName, Rejected> {
     let reject = |name: &str, reason: &str| reject(scrubber, name, reason);
     let Some(name) = name else {
         return Err(reject("", "a tool without a string name"));
@@ -204,7 +231,7 @@ fn checked_name(name: Option<String>, scrubber: &Scrubber) -> Result<String, Rej
     if scrubber.scrub(&name) != name.as_str() {
         return Err(reject(&name, "a name that holds a configured secret"));
     }
-    Ok(name)
+    Ok(ToolName(name))
 }
 
 /// The title and the description as shown: the first of the titles (`title`, then the
@@ -215,9 +242,9 @@ fn shown_texts(
     name: &str,
     description: Option<String>,
     titles: [Option<String>; 2],
-) -> (Option<String>, String) {
+) -> (Option<Shown>, Shown) {
     let shown = |text: String, max: usize| {
-        Some(show_owned(scrubber, text, max).into_string()).filter(|t| !t.trim().is_empty())
+        Some(show_owned(scrubber, text, max)).filter(|t| !t.trim().is_empty())
     };
     let titles = titles.into_iter().flatten();
     let title = titles.clone().find_map(|t| shown(t, MAX_TITLE_CHARS));
@@ -228,7 +255,7 @@ fn shown_texts(
                 .into_iter()
                 .find_map(|t| shown(t, MAX_DESCRIPTION_CHARS))
         })
-        .unwrap_or_else(|| name.to_owned());
+        .unwrap_or_else(|| show(scrubber, name, MAX_DESCRIPTION_CHARS));
     (title, description)
 }
 
@@ -244,6 +271,14 @@ impl Rejected {
         Self {
             name: show_escaped(scrubber, name, MAX_TOOL_NAME_CHARS),
             reason: show(scrubber, reason, MAX_ERROR_CHARS),
+        }
+    }
+
+    /// A tool held until the user approves it, for `reason`, shown already.
+    pub(crate) fn held(scrubber: &Scrubber, name: &str, reason: Shown) -> Self {
+        Self {
+            name: show_escaped(scrubber, name, MAX_TOOL_NAME_CHARS),
+            reason,
         }
     }
 }
@@ -342,15 +377,17 @@ impl CheckedTool {
             return Ok(());
         };
         if let Err(most) = within_budget(arguments, self.input_expansion) {
-            let text = format!(
-                "the arguments are too large to check against the input schema of {}: with its \
-                 references expanded it has {} nodes, which allows at most {most} JSON values; \
-                 nothing was sent",
-                self.name, self.input_expansion
-            );
-            return Err(self.shown(text));
+            return Err(self.shown([
+                "the arguments are too large to check against the input schema of ".into(),
+                (&self.shown_name()).into(),
+                ": with its references expanded it has ".into(),
+                self.input_expansion.into(),
+                " nodes, which allows at most ".into(),
+                most.into(),
+                " JSON values; nothing was sent".into(),
+            ]));
         }
-        let violations: Vec<String> = validator
+        let violations: Vec<Shown> = validator
             .iter_errors(arguments)
             .take(MAX_VIOLATIONS_IN_ERROR)
             .map(|e| {
@@ -364,18 +401,27 @@ impl CheckedTool {
         if violations.is_empty() {
             return Ok(());
         }
-        let text = format!(
-            "the arguments do not match the input schema of {}:\n- {}",
-            self.name,
-            violations.join("\n- ")
-        );
-        Err(self.shown(text))
+        let name = self.shown_name();
+        let head = [
+            "the arguments do not match the input schema of ".into(),
+            (&name).into(),
+            ":".into(),
+        ];
+        let list = violations
+            .iter()
+            .flat_map(|v| [Piece::Ours("\n- "), v.into()]);
+        Err(self.shown(head.into_iter().chain(list)))
     }
 
     /// An error text of this tool's: its name and the Pack's words around what a check found
-    /// (each violation already shown), shown whole.
-    fn shown(&self, text: String) -> Shown {
-        show_owned(&self.scrubber, text, MAX_RESULT_CHARS)
+    /// (each violation shown already), cut as a result is.
+    fn shown<'a>(&self, pieces: impl IntoIterator<Item = Piece<'a>>) -> Shown {
+        Shown::concat(pieces, MAX_RESULT_CHARS)
+    }
+
+    /// The tool's name as a piece of an error's text.
+    fn shown_name(&self) -> Shown {
+        show(&self.scrubber, &self.name, MAX_TOOL_NAME_CHARS)
     }
 
     /// Checks `structuredContent` against the output schema, naming the first failing path.
@@ -389,23 +435,27 @@ impl CheckedTool {
             return Ok(());
         };
         if let Err(most) = within_budget(content, self.output_expansion) {
-            return Err(self.shown(format!(
+            return Err(self.shown([
                 "the result's structuredContent is too large to check against the tool's \
-                 outputSchema: with its references expanded it has {} nodes, which allows at \
-                 most {most} JSON values; the result is not shown",
-                self.output_expansion
-            )));
+                 outputSchema: with its references expanded it has "
+                    .into(),
+                self.output_expansion.into(),
+                " nodes, which allows at most ".into(),
+                most.into(),
+                " JSON values; the result is not shown".into(),
+            ]));
         }
         match validator.iter_errors(content).next() {
             None => Ok(()),
-            Some(e) => Err(self.shown(format!(
-                "the result's structuredContent does not match the tool's outputSchema at {}",
-                violation(
-                    &self.scrubber,
-                    &e.instance_path().to_string(),
-                    &e.masked().to_string()
-                )
-            ))),
+            Some(e) => {
+                let path = e.instance_path().to_string();
+                let at = violation(&self.scrubber, &path, &e.masked().to_string());
+                Err(self.shown([
+                    "the result's structuredContent does not match the tool's outputSchema at "
+                        .into(),
+                    (&at).into(),
+                ]))
+            }
         }
     }
 }
@@ -435,8 +485,8 @@ pub(super) fn within_budget(instance: &Value, expansion: u64) -> Result<(), u64>
 /// the message its schema's words, so both are cleaned and capped like a result, and written on
 /// one line: an error's list of violations has one per line, and a line break a server wrote
 /// into its schema must not make one up (a Host prints that list as lines).
-pub(super) fn violation(scrubber: &Scrubber, pointer: &str, message: &str) -> String {
+pub(super) fn violation(scrubber: &Scrubber, pointer: &str, message: &str) -> Shown {
     let path = if pointer.is_empty() { "/" } else { pointer };
     let text = format!("{path}: {message}");
-    show_on_one_line(scrubber, text, MAX_VIOLATION_CHARS).into_string()
+    show_on_one_line(scrubber, text, MAX_VIOLATION_CHARS)
 }

@@ -13,7 +13,7 @@ use runvil_plugin::{Excerpt, FieldChange};
 use serde_json::{Map, Value};
 
 use crate::policy::{CHANGE_CONTEXT_CHARS, MAX_CHANGE_CHARS, MAX_CHANGES_SHOWN};
-use crate::text::{Scrubber, show, show_escaped};
+use crate::text::{Escape, Scrubber, Shown, show, show_escaped};
 
 /// The fields of a tool a model reads: a review shows all their changes, before any other.
 const MODEL_FIELDS: [&str; 7] = [
@@ -81,10 +81,10 @@ pub(super) fn shown_change(
     let (before, after) = (before.map(text), after.map(text));
     let chars = |text: &Option<String>| text.as_ref().map_or(0, |t| t.chars().count());
     let (before_chars, after_chars) = (chars(&before), chars(&after));
-    let field = show(scrubber, &field, MAX_CHANGE_CHARS).into_string();
+    let field = show(scrubber, &field, MAX_CHANGE_CHARS);
     if before_chars <= MAX_CHANGE_CHARS && after_chars <= MAX_CHANGE_CHARS {
         let (before, after) = distinct(scrubber, before, after);
-        return FieldChange::new(field, before, after);
+        return field_change(field, before, after);
     }
     let differs_at = match (&before, &after) {
         (Some(b), Some(a)) => (b.chars().zip(a.chars()))
@@ -95,7 +95,7 @@ pub(super) fn shown_change(
     let from = differs_at.saturating_sub(CHANGE_CONTEXT_CHARS);
     let window = |text: String| text.chars().skip(from).take(MAX_CHANGE_CHARS).collect();
     let (before, after) = distinct(scrubber, before.map(window), after.map(window));
-    let mut change = FieldChange::new(field, before, after);
+    let mut change = field_change(field, before, after);
     change.excerpt = Some(Excerpt::new(differs_at, from, before_chars, after_chars));
     change
 }
@@ -106,19 +106,24 @@ fn distinct(
     scrubber: &Scrubber,
     before: Option<String>,
     after: Option<String>,
-) -> (Option<String>, Option<String>) {
-    let cleaned = |text: &Option<String>| {
-        (text.as_ref()).map(|t| show(scrubber, t, MAX_CHANGE_CHARS).into_string())
-    };
+) -> (Option<Shown>, Option<Shown>) {
+    let cleaned =
+        |text: &Option<String>| (text.as_ref()).map(|t| show(scrubber, t, MAX_CHANGE_CHARS));
     let (shown_before, shown_after) = (cleaned(&before), cleaned(&after));
     if shown_before != shown_after || before == after {
         return (shown_before, shown_after);
     }
     let escaped = |text: Option<String>| {
         let max = MAX_CHANGE_CHARS * MAX_ESCAPE_GROWTH;
-        text.map(|t| show_escaped(scrubber, &t, max).into_string())
+        text.map(|t| show_escaped(scrubber, &t, max))
     };
     (escaped(before), escaped(after))
+}
+
+/// The change as the contract carries it, every text of it shown.
+fn field_change(field: Shown, before: Option<Shown>, after: Option<Shown>) -> FieldChange {
+    let text = |shown: Option<Shown>| shown.map(|s| s.leave(String::from));
+    field.leave(|field| FieldChange::new(field, text(before), text(after)))
 }
 
 /// Whether a changed field is one a model reads: its top-level field is among
@@ -171,6 +176,6 @@ pub(super) fn path_with(path: &str, key: &str) -> String {
     match (word, path.is_empty()) {
         (true, true) => key.to_owned(),
         (true, false) => format!("{path}.{key}"),
-        (false, _) => format!("{path}[\"{}\"]", key.escape_default()),
+        (false, _) => format!("{path}[\"{}\"]", Escape::ascii(key)),
     }
 }

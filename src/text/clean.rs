@@ -6,6 +6,7 @@
 //! the scrubber's (`crate::secret`). Text for log lines is escaped instead ([`log_safe`]),
 //! since an operator must see what was there.
 
+use super::Escape;
 use serde_json::{Map, Value};
 
 use super::chars;
@@ -93,19 +94,13 @@ fn skip_string(chars: &mut std::str::Chars<'_>) {
     }
 }
 
-/// Text for a log line: every character that cleaning would change escaped, newlines
-/// included. tracing writes field values as they are, so a server could otherwise move the
-/// cursor, retitle the terminal, forge a line in the Host's logs or hide text in it.
-pub(crate) fn log_safe(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if !c.is_control() && chars::shown(c) == Some(c) {
-            out.push(c);
-        } else {
-            out.extend(c.escape_default());
-        }
-    }
-    out
+/// `text` for a log line, written through the contract's one escaper: every character that
+/// cleaning would change escaped, newlines included. tracing writes field values as they are,
+/// so a server could otherwise move the cursor, retitle the terminal, forge a line in the
+/// Host's logs or hide text in it. On cleaned text (a [`Shown`](super::Shown)) only newlines
+/// and tabs are left to escape.
+pub(crate) fn log_safe(text: &str) -> Escape<'_> {
+    Escape::with(text, |c| !c.is_control() && chars::shown(c) == Some(c))
 }
 
 /// A copy of a schema with every key and string cleaned, for a model to read.

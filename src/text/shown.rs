@@ -10,13 +10,19 @@
 //! cleaning or escaping first can change a secret's form so that it is not found. [`Shown`] is
 //! made by the functions of this file alone, each of which does the three in that order, so no
 //! other order can be written: a reason or log field is a `Shown`, or the Pack's own constant.
+//!
+//! Texts are composed from texts shown already and the Pack's own words by [`Shown::concat`],
+//! never by formatting a `Shown` and showing the result again (which scrubbed and cut twice,
+//! nesting one cut's marker in another). A `Shown` leaves the Pack by [`Shown::leave`] alone,
+//! which makes the contract's type of it, at the very edge.
 
 use std::fmt;
 use std::ops::Deref;
 
+use super::Escape;
 use super::Scrubber;
 use super::Untrusted;
-use super::clean::{clean_text, plain_len, truncate};
+use super::clean::{clean_text, log_safe, plain_len, truncate};
 
 /// Text that was scrubbed, then cleaned or escaped, then cut (see the module's documentation).
 #[derive(Clone, PartialEq, Eq)]
@@ -40,7 +46,7 @@ pub(crate) fn show_owned(scrubber: &Scrubber, text: String, max: usize) -> Shown
 pub(crate) fn show_on_one_line(scrubber: &Scrubber, text: String, max: usize) -> Shown {
     let cleaned = scrub_and_clean(scrubber, text);
     let one_line = if cleaned.contains(['\n', '\t']) {
-        OneLine(&cleaned).to_string()
+        log_safe(&cleaned).to_string()
     } else {
         cleaned
     };
@@ -60,6 +66,14 @@ fn scrub_and_clean(scrubber: &Scrubber, text: String) -> String {
         return scrubbed;
     }
     scrubber.scrub_owned(cleaned)
+}
+
+/// The JSON `get_dynamic_tools` answers: texts shown already (names, titles, descriptions,
+/// reasons) around the servers' schemas, whose strings were cleaned one by one, and the
+/// model's own query. Scrubbed whole, which the schemas need; never cut, since the listing
+/// keeps its own cap in bytes by leaving out whole tools, and a cut would break its JSON.
+pub(crate) fn show_listing(scrubber: &Scrubber, json: String) -> Shown {
+    Shown(scrubber.scrub_owned(json))
 }
 
 /// `pieces` each scrubbed and cleaned on its own (so an escape left open in one cannot swallow
@@ -90,8 +104,50 @@ pub(crate) fn show_joined(
 /// `\n`), then cut to `max` characters: for a log line, which tracing writes as it is, and for a
 /// name a reader must be able to tell from every other (a rejected tool's, a model's typo).
 pub(crate) fn show_escaped(scrubber: &Scrubber, text: &str, max: usize) -> Shown {
-    let escaped = scrubber.scrub(text).escape_default().to_string();
+    let escaped = Escape::ascii(&scrubber.scrub(text)).to_string();
     Shown(truncate(escaped, max))
+}
+
+/// A piece of a text [`Shown::concat`] composes: nothing in one came from outside unshown.
+#[derive(Clone, Copy)]
+pub(crate) enum Piece<'a> {
+    /// The Pack's own words, written in its source.
+    Ours(&'static str),
+    /// A number the Pack counted, a limit of its policy, or an error's code.
+    Number(i128),
+    /// A text shown already.
+    Shown(&'a Shown),
+}
+
+impl From<&'static str> for Piece<'_> {
+    fn from(text: &'static str) -> Self {
+        Self::Ours(text)
+    }
+}
+
+impl From<u64> for Piece<'_> {
+    fn from(number: u64) -> Self {
+        Self::Number(number.into())
+    }
+}
+
+impl From<i64> for Piece<'_> {
+    fn from(number: i64) -> Self {
+        Self::Number(number.into())
+    }
+}
+
+impl From<usize> for Piece<'_> {
+    fn from(number: usize) -> Self {
+        // A usize is at most 64 bits on every target Rust supports.
+        Self::Number(i128::try_from(number).unwrap_or(i128::MAX))
+    }
+}
+
+impl<'a> From<&'a Shown> for Piece<'a> {
+    fn from(shown: &'a Shown) -> Self {
+        Self::Shown(shown)
+    }
 }
 
 impl Untrusted<String> {
@@ -107,18 +163,59 @@ impl Shown {
         Self(text.to_owned())
     }
 
+    /// `pieces` in order, cut to `max` characters: a text shown already is neither scrubbed
+    /// nor cleaned again, so composing cannot show anything twice.
+    pub(crate) fn concat<'a>(pieces: impl IntoIterator<Item = Piece<'a>>, max: usize) -> Self {
+        let mut text = String::new();
+        for piece in pieces {
+            match piece {
+                Piece::Ours(words) => text.push_str(words),
+                Piece::Number(number) => text.push_str(&number.to_string()),
+                Piece::Shown(shown) => text.push_str(&shown.0),
+            }
+        }
+        Self(truncate(text, max))
+    }
+
     pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The text, for a test to compare; the product hands a `Shown` over only by [`Self::leave`].
+    #[cfg(test)]
     pub(crate) fn into_string(self) -> String {
         self.0
     }
 
+    /// The text handed over to the contract, whose types hold a `String` (a `ToolError`, a
+    /// `BackendState`, a `StoreError`, a held tool's change, a progress message): `kind` made
+    /// of it. The one place a `Shown` becomes a `String`, at the very edge of the Pack.
+    pub(crate) fn leave<T>(self, kind: impl FnOnce(String) -> T) -> T {
+        kind(self.0)
+    }
+
     /// The text on one line, for a log field: newlines and tabs written as `\n` and `\t`, so
-    /// a text cannot forge a line of its own.
-    pub(crate) fn line(&self) -> OneLine<'_> {
-        OneLine(&self.0)
+    /// a text cannot forge a line of its own (cleaned text holds no other control).
+    pub(crate) fn line(&self) -> Escape<'_> {
+        log_safe(&self.0)
+    }
+}
+
+impl PartialEq<str> for Shown {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<String> for Shown {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Shown {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
     }
 }
 
@@ -145,26 +242,6 @@ impl serde::Serialize for Shown {
 impl fmt::Debug for Shown {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.0, f)
-    }
-}
-
-/// A [`Shown`] written on one line.
-pub(crate) struct OneLine<'a>(&'a str);
-
-impl fmt::Display for OneLine<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Cleaned text holds no control character but these two.
-        let mut rest = self.0;
-        while let Some(at) = rest.find(['\n', '\t']) {
-            f.write_str(&rest[..at])?;
-            f.write_str(if rest.as_bytes()[at] == b'\n' {
-                "\\n"
-            } else {
-                "\\t"
-            })?;
-            rest = &rest[at + 1..];
-        }
-        f.write_str(rest)
     }
 }
 

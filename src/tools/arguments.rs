@@ -17,8 +17,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::{CALL_DYNAMIC_TOOL, GET_DYNAMIC_TOOLS, quoted};
+use crate::policy::MAX_ERROR_CHARS;
 use crate::policy::{MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS};
-use crate::text::Scrubber;
+use crate::text::{self, Scrubber, Shown};
 
 /// What `get_dynamic_tools` says of a `toolName` given without its `namespace` (its schema's
 /// one `dependentRequired` rule).
@@ -163,20 +164,35 @@ impl Published {
             .map(|error| self.explain(&error, scrubber))
             .min_by_key(|(rank, _)| *rank);
         if let Some((_, text)) = first {
-            return Err(ToolError::Invalid(text));
+            return Err(text.leave(ToolError::Invalid));
         }
         // The schema admits only what the type reads; were they ever to differ, the model's
         // input is refused as any invalid input is, never a panic on its path.
         serde_json::from_value(args).map_err(|e| {
-            ToolError::Invalid(format!(
-                "the arguments of {} cannot be read: {e}",
-                self.tool
-            ))
+            let text = format!("the arguments of {} cannot be read: {e}", self.tool);
+            text::show(scrubber, &text, MAX_ERROR_CHARS).leave(ToolError::Invalid)
         })
     }
 
-    /// A validation error as a model reads it, with its rank: the lowest is reported.
-    fn explain(&self, error: &ValidationError<'_>, scrubber: &Scrubber) -> (usize, String) {
+    /// A validation error as a model reads it, with its rank: the lowest is reported. An
+    /// unknown key is the model's own text, quoted once and composed with the rest.
+    fn explain(&self, error: &ValidationError<'_>, scrubber: &Scrubber) -> (usize, Shown) {
+        if let ValidationErrorKind::AdditionalProperties { unexpected } = error.kind() {
+            let key = unexpected.first().map_or("", String::as_str);
+            let takes = format!("; {} takes {}", self.tool, self.properties.join(", "));
+            let (typed, takes) = (
+                quoted(key, scrubber),
+                text::show(scrubber, &takes, MAX_ERROR_CHARS),
+            );
+            let pieces = ["unknown argument ".into(), (&typed).into(), (&takes).into()];
+            return (1, Shown::concat(pieces, MAX_ERROR_CHARS));
+        }
+        let (rank, words) = self.words(error);
+        (rank, text::show(scrubber, &words, MAX_ERROR_CHARS))
+    }
+
+    /// A validation error but an unknown key in the Pack's words, with its rank.
+    fn words(&self, error: &ValidationError<'_>) -> (usize, String) {
         let at = error.instance_path().as_str();
         let rank_of = |property: &str| {
             let index = self.properties.iter().position(|p| p == property);
@@ -185,16 +201,6 @@ impl Published {
         match error.kind() {
             ValidationErrorKind::Type { .. } if at.is_empty() => {
                 (0, "the arguments must be a JSON object".to_owned())
-            }
-            ValidationErrorKind::AdditionalProperties { unexpected } => {
-                let key = unexpected.first().map_or("", String::as_str);
-                let text = format!(
-                    "unknown argument {}; {} takes {}",
-                    quoted(key, scrubber),
-                    self.tool,
-                    self.properties.join(", ")
-                );
-                (1, text)
             }
             ValidationErrorKind::Type { kind } => {
                 let property = at.trim_start_matches('/');

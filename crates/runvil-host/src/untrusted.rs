@@ -5,29 +5,17 @@
 //! newlines, which a model reads as text. Printed as it is, a reason with a newline followed
 //! by `runvil: s is authorized` would be a line runvil never wrote. So every control
 //! character is escaped as Rust writes it (`\n`, `\u{1b}`), and nothing else is changed: quotes
-//! and backslashes stay readable.
+//! and backslashes stay readable. The escaping is the contract's [`Escape`], the Pack's too.
 //!
 //! A cause that a reason's own words do not make plain (a TLS handshake answered by a
 //! plain-HTTP port) is named by the Pack, which knows it by its type; runvil matches no words.
 
-/// `text` as runvil prints it: control characters escaped.
-pub(crate) fn shown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if is_line_breaking(c) {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+use runvil_plugin::Escape;
 
-/// Characters that could end a line, move the cursor or start an escape sequence: the C0 and
-/// C1 controls and DEL (tab too, which would shift what follows), and the Unicode line and
-/// paragraph separators.
-fn is_line_breaking(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
+/// `text` as runvil prints it: control characters escaped (the contract's
+/// [`Escape::controls`]).
+pub(crate) fn shown(text: &str) -> String {
+    Escape::controls(text).to_string()
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@
 //!   and the tools a Pack holds until the user approves them ([`Pack::held`],
 //!   [`Pack::reviewed`], [`Pack::approve`]).
 //! - [`nearest`]: the name a Host and a Pack suggest for a misspelled one, alike.
+//! - [`Escape`]: how a Host and a Pack write text from elsewhere on a line a person reads.
 //!
 //! The contract is deliberately free of async-trait machinery: futures are boxed
 //! ([`BoxFuture`]), so both sides need nothing but `std`, `serde_json` and `tokio` (and the
@@ -38,6 +39,7 @@
 mod authorization;
 mod call;
 mod config;
+mod escape;
 mod pack;
 mod packs;
 mod services;
@@ -52,6 +54,7 @@ pub use authorization::{
 };
 pub use call::{CallOptions, View};
 pub use config::Config;
+pub use escape::Escape;
 pub use pack::{BoxFuture, Pack, ToolError, ToolSpec, Unavailable};
 pub use packs::{Construct, PackFactory, Packs};
 pub use services::{Service, Services, TOKIO_RUNTIME};
