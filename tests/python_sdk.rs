@@ -5,7 +5,7 @@
 //! dropped call cancelled at the server, and the redaction canaries against what it echoes.
 //! This file is its own test binary, so it owns the global log subscriber.
 
-mod support;
+use shared_mcp_fixture::test_support as support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! its own test binary, so it can own the global log subscriber and see the lines of every
 //! thread and task.
 
-mod support;
+use shared_mcp_fixture::test_support as support;
 
 use std::sync::Arc;
 use std::time::Duration;

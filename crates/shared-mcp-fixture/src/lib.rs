@@ -29,6 +29,9 @@
 //!   at pinned versions.
 //! - feature `services`: throwaway PostgreSQL and nginx from the distribution's packages
 //!   (`services.rs`), for the tests of runvil's shared state.
+//! - feature `test-support`: what the black-box tests share beyond the servers
+//!   (`test_support.rs`): reading the Pack's tools, the one polling wait, a test binary's log
+//!   lines, the Python SDK's server.
 
 #![forbid(unsafe_code)]
 
@@ -54,6 +57,8 @@ mod recorder;
 mod server;
 #[cfg(feature = "services")]
 pub mod services;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 #[cfg(feature = "server")]
 mod tools;
 
