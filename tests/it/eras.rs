@@ -45,8 +45,9 @@ async fn a_modern_server_is_spoken_to_statelessly_with_the_revision_s_headers_an
     );
     let listing = support::list(&pack, json!({"namespace": "s"})).await;
     assert_eq!(listing["protocolVersion"], "2026-07-28");
+    // When shutdown completes, the Pack has sent all it ever will.
+    pack.shutdown().await;
     drop(pack);
-    tokio::time::sleep(Duration::from_millis(300)).await;
     // No handshake, no notification, no DELETE at the end.
     assert_eq!(
         methods(&server),
@@ -280,12 +281,14 @@ async fn a_dropped_call_closes_its_stream_and_sends_no_cancellation() {
             .is_err(),
         "the call waits for its answer"
     );
-    support::wait_until("the server sees the stream closed", SETTLE, async || {
-        server.closed_by_client() == 1
-    })
-    .await;
+    server
+        .until("the server sees the stream closed", SETTLE, |s| {
+            s.closed_by_client() == 1
+        })
+        .await;
+    // When shutdown completes, the Pack has sent all it ever will.
+    pack.shutdown().await;
     drop(pack);
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         methods(&server),
         ["POST server/discover", "POST tools/list", "POST tools/call"],
@@ -362,8 +365,9 @@ async fn an_answered_stream_is_read_to_its_end_without_the_call_waiting_and_its_
     }
     // Dropped before its end, a stream's connection would be closed (and a new one opened).
     assert_eq!(server.hung_up(), 0, "no connection was closed");
+    // When shutdown completes, the Pack has sent all it ever will.
+    pack.shutdown().await;
     drop(pack);
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         methods(&server)[2..],
         ["POST tools/call", "POST tools/call", "POST tools/call"],
@@ -386,10 +390,11 @@ async fn an_answered_stream_is_read_on_for_at_most_its_byte_bound() {
         assert_eq!(answer, Ok(text.to_owned()));
         gates.of(text).notify_one();
     }
-    support::wait_until("the stream past the bound is closed", SETTLE, async || {
-        server.hung_up() == 1
-    })
-    .await;
+    server
+        .until("the stream past the bound is closed", SETTLE, |s| {
+            s.hung_up() == 1
+        })
+        .await;
     assert_eq!(
         support::call(&pack, "s", "echo", json!({"text": "at again"})).await,
         Ok("at again".to_owned())
@@ -424,10 +429,11 @@ async fn an_answered_stream_that_never_ends_is_closed_after_its_time_bound() {
         support::call(&pack, "s", "echo", json!({"text": "a"})).await,
         Ok("a".to_owned())
     );
-    support::wait_until("the client closes the stream", SETTLE, async || {
-        server.closed_by_client() == 1
-    })
-    .await;
+    server
+        .until("the client closes the stream", SETTLE, |s| {
+            s.closed_by_client() == 1
+        })
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -112,10 +112,11 @@ async fn change(server: &Hostile, changing: &Changing, tools: Value) {
     let before = server.calls_of("tools/list").len();
     changing.set(tools);
     changing.tell();
-    support::wait_until("the tools are listed again", SETTLE, async || {
-        server.calls_of("tools/list").len() > before
-    })
-    .await;
+    server
+        .until("the tools are listed again", SETTLE, |s| {
+            s.calls_of("tools/list").len() > before
+        })
+        .await;
     // The re-list's answer is judged and shown right after it is read.
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
