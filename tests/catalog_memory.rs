@@ -1,7 +1,7 @@
 //! A page padded with a field the Pack does not read costs the time to read it, not memory:
 //! in its own test binary, so the process's peak resident memory is this test's alone.
 
-mod support;
+use shared_mcp_fixture::test_support as support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! Every call gets exactly one outcome, each result matches its request, and dropping the
 //! Pack leaves no task, connection or session behind.
 
-mod support;
+use shared_mcp_fixture::test_support as support;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! dropped call cancelled at the server, and the redaction canaries against what it echoes.
 //! This file is its own test binary, so it owns the global log subscriber.
 
-mod support;
+use shared_mcp_fixture::test_support as support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -146,8 +146,9 @@ async fn no_output_or_log_line_names_a_secret_the_server_echoes() {
     for text in &said {
         assert_clean("an output", text);
     }
+    // When shutdown completes, the Pack has sent and logged all it ever will.
+    pack.shutdown().await;
     drop(pack);
-    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_clean("the log", &logs.text());
 }
 

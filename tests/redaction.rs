@@ -4,7 +4,7 @@
 //! its own test binary, so it can own the global log subscriber and see the lines of every
 //! thread and task.
 
-mod support;
+use shared_mcp_fixture::test_support as support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,8 +132,9 @@ async fn no_output_or_log_line_names_a_secret() {
         .expect("the headers were echoed");
     assert!(echoed.contains("[redacted]"), "{echoed}");
 
+    // When shutdown completes, the Pack has sent and logged all it ever will.
+    pack.shutdown().await;
     drop(pack);
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let logged = logs.text();
     assert!(
         logged.contains("TRACE") || logged.contains("DEBUG"),
@@ -234,8 +235,9 @@ async fn no_form_the_client_derives_from_a_secret_gets_out() {
         "{said:?}"
     );
 
+    // When shutdown completes, the Pack has sent and logged all it ever will.
+    pack.shutdown().await;
     drop(pack);
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let logged = logs.text();
     let answered = logged
         .lines()

@@ -3,7 +3,7 @@
 //! budget fails closed, violation texts are cleaned and capped, and a dropped call never
 //! starts its check. This file is its own test binary, so it can own the log subscriber.
 
-mod support;
+use shared_mcp_fixture::test_support as support;
 
 use std::sync::Arc;
 use std::time::Duration;

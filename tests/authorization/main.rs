@@ -10,8 +10,7 @@
 //! - `identity`: a client goes only to its authorization server; what a login keeps.
 //! - `texts`: no secret leaves through a party's error text, a cut, a log line or a URL.
 
-#[path = "../support/mod.rs"]
-mod support;
+use shared_mcp_fixture::test_support as support;
 
 mod flow;
 mod hold;

@@ -55,8 +55,11 @@ fn names(tools: &Value) -> Vec<&str> {
 async fn loading_while_the_handshake_is_held_then_ready() {
     let server = Fixture::builder().mode(Mode::Sse).held().start().await;
     let pack = pack(json!({"s": {"url": server.url()}}));
-    // Give the connector time to reach the server and wait on the handshake.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The connector reached the server, which holds its handshake.
+    assert!(
+        server.wait_held(READY).await,
+        "the handshake never reached the server"
+    );
     let entry = status(&pack, "s").await;
     assert_eq!(entry, json!({"namespace": "s", "status": "loading"}));
     assert_eq!(server.initializes(), 0);
@@ -284,16 +287,12 @@ async fn dropping_a_call_cancels_it_on_the_server() {
     let server = Fixture::start(Mode::Sse).await;
     let pack = ready_pack(&server).await;
 
-    // The call is dropped ~300 ms after the server started it, as a Host drops an
-    // abandoned call.
-    let linger = async {
-        let started = server.wait_slow_started(Duration::from_secs(5)).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        started
-    };
+    // The call is dropped once the server started it, as a Host drops an abandoned call.
     let started = tokio::select! {
         outcome = call(&pack, "s", "slow", json!({})) => panic!("slow answered: {outcome:?}"),
-        started = linger => started.expect("the server started slow"),
+        started = server.wait_slow_started(Duration::from_secs(5)) => {
+            started.expect("the server started slow")
+        }
     };
 
     let cancelled = server
@@ -302,10 +301,9 @@ async fn dropping_a_call_cancels_it_on_the_server() {
         .expect("the server observed a cancellation");
     assert_eq!(cancelled, started, "the slow call was cancelled");
     // The handler hears of the notification after the token fired.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while server.cancel_notifications().is_empty() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    server
+        .wait_cancel_notification(Duration::from_secs(5))
+        .await;
     assert_eq!(
         server.cancel_notifications(),
         [started],

@@ -66,10 +66,11 @@ async fn call_past_the_deadline(server: &Hostile) -> (Result<String, ToolError>,
     });
     // Once the server holds the call, nothing but the deadline can end it; only then is the
     // clock paused, so that connecting and sending are not cut short by a jump of the clock.
-    support::wait_until("the server holds the call", SETTLE, async || {
-        !server.calls_of("tools/call").is_empty()
-    })
-    .await;
+    server
+        .until("the server holds the call", SETTLE, |s| {
+            !s.calls_of("tools/call").is_empty()
+        })
+        .await;
     tokio::time::pause();
     let outcome = call.await.expect("the call's task");
     (outcome, started.elapsed())

@@ -45,8 +45,9 @@ async fn a_modern_server_is_spoken_to_statelessly_with_the_revision_s_headers_an
     );
     let listing = support::list(&pack, json!({"namespace": "s"})).await;
     assert_eq!(listing["protocolVersion"], "2026-07-28");
+    // When shutdown completes, the Pack has sent all it ever will.
+    pack.shutdown().await;
     drop(pack);
-    tokio::time::sleep(Duration::from_millis(300)).await;
     // No handshake, no notification, no DELETE at the end.
     assert_eq!(
         methods(&server),
@@ -280,12 +281,14 @@ async fn a_dropped_call_closes_its_stream_and_sends_no_cancellation() {
             .is_err(),
         "the call waits for its answer"
     );
-    support::wait_until("the server sees the stream closed", SETTLE, async || {
-        server.closed_by_client() == 1
-    })
-    .await;
+    server
+        .until("the server sees the stream closed", SETTLE, |s| {
+            s.closed_by_client() == 1
+        })
+        .await;
+    // When shutdown completes, the Pack has sent all it ever will.
+    pack.shutdown().await;
     drop(pack);
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         methods(&server),
         ["POST server/discover", "POST tools/list", "POST tools/call"],
@@ -303,6 +306,16 @@ fn stream_head(message: &Value) -> Vec<u8> {
         &chunk(format!("data: {message}\n\n").as_bytes()),
     ]
     .concat()
+}
+
+/// The rest of an SSE answer in chunks: a comment of each of the sizes `sizes`, then its end.
+fn stream_rest(sizes: &[usize]) -> Vec<u8> {
+    let mut rest: Vec<u8> = sizes
+        .iter()
+        .flat_map(|&n| chunk(&[b":".as_slice(), &vec![b' '; n - 2], b"\n"].concat()))
+        .collect();
+    rest.extend_from_slice(b"0\r\n\r\n");
+    rest
 }
 
 fn chunk(data: &[u8]) -> Vec<u8> {
@@ -329,11 +342,7 @@ fn late_end(gates: Arc<Gates>, rest: fn(&str) -> Vec<usize>) -> impl Fn(&Request
             let text = r.body["params"]["arguments"]["text"].as_str().unwrap_or("");
             let result =
                 json!({"resultType": "complete", "content": [{"type": "text", "text": text}]});
-            let mut after: Vec<u8> = rest(text)
-                .into_iter()
-                .flat_map(|n| chunk(&[b":".as_slice(), &vec![b' '; n - 2], b"\n"].concat()))
-                .collect();
-            after.extend_from_slice(b"0\r\n\r\n");
+            let after = stream_rest(&rest(text));
             Script {
                 steps: vec![
                     Step::Write(stream_head(&result_for(r, result))),
@@ -362,8 +371,9 @@ async fn an_answered_stream_is_read_to_its_end_without_the_call_waiting_and_its_
     }
     // Dropped before its end, a stream's connection would be closed (and a new one opened).
     assert_eq!(server.hung_up(), 0, "no connection was closed");
+    // When shutdown completes, the Pack has sent all it ever will.
+    pack.shutdown().await;
     drop(pack);
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         methods(&server)[2..],
         ["POST tools/call", "POST tools/call", "POST tools/call"],
@@ -373,33 +383,102 @@ async fn an_answered_stream_is_read_to_its_end_without_the_call_waiting_and_its_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answered_stream_is_read_on_for_at_most_its_byte_bound() {
-    let gates = Arc::new(Gates::default());
     // Past the bound, the rest is not read: the connection is closed with a megabyte unread.
-    let rest = |text: &str| match text {
-        "at" | "at again" => vec![MAX_STREAM_DRAIN_BYTES],
-        _ => vec![MAX_STREAM_DRAIN_BYTES + 1, 1024 * 1024],
-    };
-    let server = Hostile::start(late_end(Arc::clone(&gates), rest)).await;
-    let pack = ready_pack(&server).await;
-    for text in ["at", "past"] {
-        let answer = support::call(&pack, "s", "echo", json!({ "text": text })).await;
-        assert_eq!(answer, Ok(text.to_owned()));
-        gates.of(text).notify_one();
-    }
-    support::wait_until("the stream past the bound is closed", SETTLE, async || {
-        server.hung_up() == 1
+    // The rest is written with the answer, so it is there to read when the call has its
+    // answer: only the byte bound may end the reading, not the time bound of a rest that is
+    // late (another test's).
+    let server = Hostile::start(|r: &Request| match r.rpc_method() {
+        "tools/call" => {
+            let text = r.body["params"]["arguments"]["text"].as_str().unwrap_or("");
+            let rest = match text {
+                "at" | "at again" => vec![MAX_STREAM_DRAIN_BYTES],
+                "past" => vec![MAX_STREAM_DRAIN_BYTES + 1, 1024 * 1024],
+                _ => Vec::new(),
+            };
+            let result =
+                json!({"resultType": "complete", "content": [{"type": "text", "text": text}]});
+            Script {
+                steps: vec![Step::Write(
+                    [stream_head(&result_for(r, result)), stream_rest(&rest)].concat(),
+                )],
+                keep_alive: true,
+            }
+        }
+        _ => modern(r),
     })
     .await;
-    assert_eq!(
-        support::call(&pack, "s", "echo", json!({"text": "at again"})).await,
-        Ok("at again".to_owned())
-    );
-    gates.of("at again").notify_one();
-    assert_eq!(
-        server.hung_up(),
-        1,
-        "only the stream past the bound is closed"
-    );
+    let pack = ready_pack(&server).await;
+    for text in ["at", "past", "at again"] {
+        let answer = support::call(&pack, "s", "echo", json!({ "text": text })).await;
+        assert_eq!(answer, Ok(text.to_owned()));
+    }
+    let on = |text: &str| {
+        let calls = server.calls_of("tools/call");
+        let call = calls
+            .iter()
+            .find(|r| r.body["params"]["arguments"]["text"] == text);
+        call.expect("the call").connection
+    };
+    let past = on("past");
+    server
+        .until("the stream past the bound is closed", SETTLE, |s| {
+            s.hung_up_connections().contains(&past)
+        })
+        .await;
+    // A stream read to its end gives its connection back to the pool, where a later request
+    // takes it: probes, as many at once as there are connections, until each connection of a
+    // stream at the bound carried one, or was closed.
+    let text_of = |r: &Request| r.body["params"]["arguments"]["text"].clone();
+    let settled = |s: &Hostile| {
+        let requests = s.requests();
+        ["at", "at again"].iter().all(|text| {
+            let call = requests
+                .iter()
+                .position(|r| text_of(r) == *text)
+                .expect("the call");
+            let connection = requests[call].connection;
+            let later = requests[call + 1..]
+                .iter()
+                .any(|r| r.connection == connection);
+            later || s.hung_up_connections().contains(&connection)
+        })
+    };
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    while !settled(&server) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no probe took the kept connections"
+        );
+        let probes: Vec<_> = (0..server.connections())
+            .map(|_| {
+                let pack = Arc::clone(&pack);
+                tokio::spawn(async move {
+                    support::call(&pack, "s", "echo", json!({"text": "probe"})).await
+                })
+            })
+            .collect();
+        for probe in probes {
+            assert_eq!(probe.await.expect("a probe"), Ok("probe".to_owned()));
+        }
+    }
+    // Every connection closed carried the call past the bound last.
+    for connection in server.hung_up_connections() {
+        let last = server
+            .requests()
+            .into_iter()
+            .rfind(|r| r.connection == connection)
+            .expect("a request on it");
+        assert_eq!(
+            text_of(&last),
+            "past",
+            "only the stream past the bound is closed; the connections of the requests: {:?}",
+            server
+                .requests()
+                .iter()
+                .map(|r| (r.connection, text_of(r)))
+                .collect::<Vec<_>>()
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -424,10 +503,11 @@ async fn an_answered_stream_that_never_ends_is_closed_after_its_time_bound() {
         support::call(&pack, "s", "echo", json!({"text": "a"})).await,
         Ok("a".to_owned())
     );
-    support::wait_until("the client closes the stream", SETTLE, async || {
-        server.closed_by_client() == 1
-    })
-    .await;
+    server
+        .until("the client closes the stream", SETTLE, |s| {
+            s.closed_by_client() == 1
+        })
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -138,10 +138,11 @@ async fn shutdown_cancels_calls_then_ends_each_session_before_it_completes() {
         let pack = Arc::clone(&pack);
         async move { support::call(&pack, "s", "echo", json!({"text": "x"})).await }
     });
-    support::wait_until("the call reaches the server", SETTLE, async || {
-        !server.calls_of("tools/call").is_empty()
-    })
-    .await;
+    server
+        .until("the call reaches the server", SETTLE, |s| {
+            !s.calls_of("tools/call").is_empty()
+        })
+        .await;
     pack.shutdown().await;
     // No wait: when shutdown completes, the server has been told everything.
     let seen: Vec<String> = server

@@ -5,6 +5,7 @@
 //! `ttlMs` is a refetch hint that never blocks a call.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use runvil_plugin::{BackendState, Pack, ToolError};
@@ -15,8 +16,9 @@ use crate::support::changing::{
     Changing, Era, SUBSCRIPTION_ID, acknowledgement, complete, event, sse_head, tool,
 };
 use crate::support::hostile::{
-    Hostile, Request, Script, Step, json_reply, mcp, modern, result_for,
+    Hostile, Request, Script, Step, http, json_reply, mcp, modern, result_for,
 };
+use tokio::sync::Notify;
 
 const SETTLE: Duration = Duration::from_secs(20);
 
@@ -41,6 +43,89 @@ async fn shows(pack: &Arc<dyn Pack>, names: &[&str]) {
 
 fn count(server: &Hostile, method: &str) -> usize {
     server.calls_of(method).len()
+}
+
+/// The `GET`s a server saw: the standalone streams the Pack asked for.
+fn gets(server: &Hostile) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET")
+        .count()
+}
+
+/// A Pack over the servers `named`, once each is ready.
+async fn ready_pack_of(named: &[(&str, &Hostile)]) -> Arc<dyn Pack> {
+    let servers: serde_json::Map<String, Value> = named
+        .iter()
+        .map(|(name, server)| ((*name).to_owned(), json!({"url": server.url})))
+        .collect();
+    let pack = support::pack(Value::Object(servers));
+    for (name, _) in named {
+        support::wait_for(&pack, name, "ready", SETTLE).await;
+    }
+    pack
+}
+
+/// The clock of a "never again" check: a server, beside the one under test in the same Pack,
+/// whose channel for notices (the standalone stream at 2025-11-25, the subscription at
+/// 2026-07-28) breaks off each time it is opened, so the Pack opens it again after its backoff
+/// (1 s, then 2 s). The first one is held until the test starts the clock. Once the Pack opened
+/// it twice more, a channel the Pack would ask for again, the one under test included, would
+/// have been asked for again with two seconds to spare: the check waits for that event
+/// instead of for a time.
+struct Clock {
+    server: Hostile,
+    start: Arc<Notify>,
+    era: Era,
+}
+
+impl Clock {
+    async fn new(era: Era) -> Self {
+        let start = Arc::new(Notify::new());
+        let held = Arc::clone(&start);
+        let opened = AtomicUsize::new(0);
+        let handler = Changing::new(json!([tool("echo", "Echoes.")])).handler(era);
+        let server = Hostile::start(move |r: &Request| {
+            let channel = match era {
+                Era::Legacy => r.method == "GET",
+                Era::Modern => r.rpc_method() == "subscriptions/listen",
+            };
+            if !channel {
+                return handler(r);
+            }
+            let first = opened.fetch_add(1, Ordering::SeqCst) == 0;
+            let mut script = Script::raw(match era {
+                // A failed GET is tried again.
+                Era::Legacy => http("500 Internal Server Error", &[], b""),
+                // An acknowledged subscription that breaks off is asked for again.
+                Era::Modern => [sse_head(), event(&acknowledgement(r))].concat(),
+            });
+            if first {
+                script.steps.insert(0, Step::Wait(Arc::clone(&held)));
+            }
+            script
+        })
+        .await;
+        Self { server, start, era }
+    }
+
+    /// Starts the clock and waits until the Pack opened the channel twice more.
+    async fn two_retries(&self) {
+        let opened = |server: &Hostile| match self.era {
+            Era::Legacy => gets(server),
+            Era::Modern => count(server, "subscriptions/listen"),
+        };
+        self.server
+            .until("the clock's channel is held", SETTLE, |s| opened(s) == 1)
+            .await;
+        self.start.notify_one();
+        self.server
+            .until("the clock's channel is opened twice more", SETTLE, |s| {
+                opened(s) >= 3
+            })
+            .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,14 +198,13 @@ async fn a_405_to_the_standalone_stream_means_there_is_none() {
         _ => handler(r),
     })
     .await;
-    let _pack = ready_pack(&server).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let gets = server
-        .requests()
-        .iter()
-        .filter(|r| r.method == "GET")
-        .count();
-    assert_eq!(gets, 1, "asked once, and never again");
+    let clock = Clock::new(Era::Legacy).await;
+    let _pack = ready_pack_of(&[("s", &server), ("clock", &clock.server)]).await;
+    server
+        .until("the stream is asked for", SETTLE, |s| gets(s) == 1)
+        .await;
+    clock.two_retries().await;
+    assert_eq!(gets(&server), 1, "asked once, and never again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,13 +225,13 @@ async fn the_standalone_stream_is_resumed_with_last_event_id() {
     })
     .await;
     let _pack = ready_pack(&server).await;
-    support::wait_until("the stream is resumed", SETTLE, async || {
-        server
-            .requests()
-            .iter()
-            .any(|r| r.method == "GET" && r.header("last-event-id") == Some("n-1"))
-    })
-    .await;
+    server
+        .until("the stream is resumed", SETTLE, |s| {
+            s.requests()
+                .iter()
+                .any(|r| r.method == "GET" && r.header("last-event-id") == Some("n-1"))
+        })
+        .await;
     let resumed = server.requests().into_iter().rfind(|r| r.method == "GET");
     let resumed = resumed.expect("a GET");
     assert_eq!(resumed.header("mcp-session-id"), Some("s-1"));
@@ -173,13 +257,24 @@ async fn a_flood_of_notices_costs_one_relist_per_interval() {
         }
     })
     .await;
-    let pack = ready_pack(&server).await;
+    let clock = Clock::new(Era::Legacy).await;
+    let pack = ready_pack_of(&[("s", &server), ("clock", &clock.server)]).await;
     let started = std::time::Instant::now();
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    server
+        .until("the notices are acted on", SETTLE, |s| {
+            count(s, "tools/list") > 1
+        })
+        .await;
+    // Long enough for the interval (2 s) to pass, and a re-list each interval to follow.
+    clock.two_retries().await;
     let relists = count(&server, "tools/list") - 1;
     // One at once, then one each interval (2 s), however many notices came.
-    let most = 1 + (started.elapsed().as_secs() / 2) as usize + 1;
-    assert!((1..=most).contains(&relists), "{relists} re-lists in 5 s");
+    let elapsed = started.elapsed();
+    let most = 1 + (elapsed.as_secs() / 2) as usize + 1;
+    assert!(
+        (1..=most).contains(&relists),
+        "{relists} re-lists in {elapsed:?}"
+    );
     shows(&pack, &["echo"]).await;
 }
 
@@ -187,10 +282,10 @@ async fn a_flood_of_notices_costs_one_relist_per_interval() {
 async fn a_relist_that_never_ends_fails_in_its_bounds_and_the_server_keeps_its_tools() {
     let changing = Changing::new(json!([tool("echo", "Echoes.")]));
     let handler = changing.handler(Era::Legacy);
-    let endless = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let endless = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&endless);
     let server = Hostile::start(move |r: &Request| {
-        if r.rpc_method() != "tools/list" || !flag.load(std::sync::atomic::Ordering::SeqCst) {
+        if r.rpc_method() != "tools/list" || !flag.load(Ordering::SeqCst) {
             return handler(r);
         }
         // A different page each time, each promising one more.
@@ -204,17 +299,27 @@ async fn a_relist_that_never_ends_fails_in_its_bounds_and_the_server_keeps_its_t
     })
     .await;
     let pack = ready_pack(&server).await;
-    endless.store(true, std::sync::atomic::Ordering::SeqCst);
-    let told = std::time::Instant::now();
+    endless.store(true, Ordering::SeqCst);
     changing.tell();
-    support::wait_until("a re-list reads its 100 pages", SETTLE, async || {
-        count(&server, "tools/list") > 100
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    // Each re-list stops at 100 pages, and they start at least 2 s apart.
-    let relists = 1 + told.elapsed().as_secs() / 2;
-    let pages = count(&server, "tools/list") - 1;
+    // A re-list's first page has no cursor: once the next re-list began (the failed one is
+    // tried again), the first one has read every page it ever will.
+    let first = |r: &Request| r.body["params"]["cursor"].is_null();
+    server
+        .until(
+            "a re-list reads its 100 pages, and the next begins",
+            SETTLE,
+            |s| {
+                let lists = s.calls_of("tools/list");
+                lists.len() > 100 && lists.iter().filter(|r| first(r)).count() >= 3
+            },
+        )
+        .await;
+    // Each re-list stops at 100 pages: the pages read before the last one began, by the
+    // re-lists before it (the first listing and the last re-list not counted).
+    let lists = server.calls_of("tools/list");
+    let last = lists.iter().rposition(first).expect("a first page");
+    let relists = (lists[..last].iter().filter(|r| first(r)).count() - 1) as u64;
+    let pages = last - 1;
     assert!(
         pages as u64 <= 100 * relists,
         "{pages} pages in {relists} re-lists at most"
@@ -277,13 +382,28 @@ async fn a_subscription_that_breaks_its_rules_is_ended_and_not_asked_for_again()
             then_a_notice(ack, r)
         },
     ];
+    // Each breaker in a server of its own, all in one Pack beside one clock.
+    let mut servers = Vec::new();
     for stream in bad {
-        let (server, _) = subscribing(stream).await;
-        let _pack = ready_pack(&server).await;
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        assert_eq!(count(&server, "subscriptions/listen"), 1, "not asked again");
+        servers.push(subscribing(stream).await.0);
+    }
+    let clock = Clock::new(Era::Modern).await;
+    let names: Vec<String> = (0..servers.len()).map(|n| format!("s{n}")).collect();
+    let mut named: Vec<(&str, &Hostile)> = names.iter().map(String::as_str).zip(&servers).collect();
+    named.push(("clock", &clock.server));
+    let _pack = ready_pack_of(&named).await;
+    for server in &servers {
+        server
+            .until("the subscription is asked for", SETTLE, |s| {
+                count(s, "subscriptions/listen") == 1
+            })
+            .await;
+    }
+    clock.two_retries().await;
+    for server in &servers {
+        assert_eq!(count(server, "subscriptions/listen"), 1, "not asked again");
         assert_eq!(
-            count(&server, "tools/list"),
+            count(server, "tools/list"),
             1,
             "its notice was not acted on"
         );
@@ -307,8 +427,14 @@ async fn a_graceful_end_is_an_end_and_an_abrupt_one_is_followed_by_a_new_subscri
         }
     })
     .await;
-    let _pack = ready_pack(&graceful).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let clock = Clock::new(Era::Modern).await;
+    let _pack = ready_pack_of(&[("s", &graceful), ("clock", &clock.server)]).await;
+    graceful
+        .until("the subscription is asked for", SETTLE, |s| {
+            count(s, "subscriptions/listen") == 1
+        })
+        .await;
+    clock.two_retries().await;
     assert_eq!(count(&graceful, "subscriptions/listen"), 1);
 
     let (abrupt, _) = subscribing(|r| {
@@ -321,25 +447,25 @@ async fn a_graceful_end_is_an_end_and_an_abrupt_one_is_followed_by_a_new_subscri
     })
     .await;
     let pack = ready_pack(&abrupt).await;
-    support::wait_until("a new subscription", SETTLE, async || {
-        count(&abrupt, "subscriptions/listen") >= 2
-    })
-    .await;
+    abrupt
+        .until("a new subscription", SETTLE, |s| {
+            count(s, "subscriptions/listen") >= 2
+        })
+        .await;
     // Each new subscription may have missed a change: the tools are listed again.
-    support::wait_until("a re-list", SETTLE, async || {
-        count(&abrupt, "tools/list") >= 2
-    })
-    .await;
+    abrupt
+        .until("a re-list", SETTLE, |s| count(s, "tools/list") >= 2)
+        .await;
     shows(&pack, &["echo"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ttl_is_a_refetch_hint_that_never_blocks_a_call() {
-    let lists = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let lists = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&lists);
     let server = Hostile::start(move |r: &Request| match r.rpc_method() {
         "tools/list" => {
-            if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            if seen.fetch_add(1, Ordering::SeqCst) > 0 {
                 // The re-list never answers: a call must not wait for it.
                 return Script {
                     steps: vec![Step::Stall],
@@ -362,8 +488,7 @@ async fn a_ttl_is_a_refetch_hint_that_never_blocks_a_call() {
     let call = support::call(&pack, "s", "echo", json!({"text": "b"}));
     let answered = tokio::time::timeout(Duration::from_secs(5), call).await;
     assert_eq!(answered.expect("not blocked"), Ok("b".to_owned()));
-    support::wait_until("a re-list", SETTLE, async || {
-        count(&server, "tools/list") == 2
-    })
-    .await;
+    server
+        .until("a re-list", SETTLE, |s| count(s, "tools/list") == 2)
+        .await;
 }

@@ -4,8 +4,7 @@
 //! `redaction`, `schema_work`) and those that measure the process's memory (`catalog_memory`,
 //! `load`).
 
-#[path = "../support/mod.rs"]
-mod support;
+use shared_mcp_fixture::test_support as support;
 
 mod catalog;
 mod client;

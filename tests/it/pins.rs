@@ -112,10 +112,11 @@ async fn change(server: &Hostile, changing: &Changing, tools: Value) {
     let before = server.calls_of("tools/list").len();
     changing.set(tools);
     changing.tell();
-    support::wait_until("the tools are listed again", SETTLE, async || {
-        server.calls_of("tools/list").len() > before
-    })
-    .await;
+    server
+        .until("the tools are listed again", SETTLE, |s| {
+            s.calls_of("tools/list").len() > before
+        })
+        .await;
     // The re-list's answer is judged and shown right after it is read.
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
@@ -169,65 +170,73 @@ async fn every_change_of_a_definition_holds_the_tool_and_reordering_does_not() {
         }),
         ("title", |t| t["title"] = json!("Search (v2)")),
     ];
+    // Each field with a server and a Pack of its own, all at once: each waits for its
+    // re-lists, at least the re-list interval apart.
+    let mut checks = tokio::task::JoinSet::new();
     for (field, bend) in changes {
-        let changing = Changing::new(json!([echo(), search()]));
-        let server = Hostile::start(changing.handler(Era::Legacy)).await;
-        let store = Arc::new(Memory::default());
-        let pack = pack_pinned(&server, &store);
-        support::wait_for(&pack, "s", "ready", SETTLE).await;
-        assert_eq!(
-            listed(&pack).await.0,
-            ["echo", "search"],
-            "trusted on first use"
-        );
+        checks.spawn(async move {
+            let changing = Changing::new(json!([echo(), search()]));
+            let server = Hostile::start(changing.handler(Era::Legacy)).await;
+            let store = Arc::new(Memory::default());
+            let pack = pack_pinned(&server, &store);
+            support::wait_for(&pack, "s", "ready", SETTLE).await;
+            assert_eq!(
+                listed(&pack).await.0,
+                ["echo", "search"],
+                "trusted on first use"
+            );
 
-        // The same tools in another order, `_meta` changed: nothing held (that the order of
-        // keys changes no pin is `pins::tests`', which write the JSON by hand).
-        let mut same = search();
-        same["_meta"] = json!({"v": 2});
-        change(&server, &changing, json!([same, echo()])).await;
-        assert_eq!(
-            listed(&pack).await,
-            (vec!["echo".into(), "search".into()], vec![])
-        );
+            // The same tools in another order, `_meta` changed: nothing held (that the order of
+            // keys changes no pin is `pins::tests`', which write the JSON by hand).
+            let mut same = search();
+            same["_meta"] = json!({"v": 2});
+            change(&server, &changing, json!([same, echo()])).await;
+            assert_eq!(
+                listed(&pack).await,
+                (vec!["echo".into(), "search".into()], vec![])
+            );
 
-        let mut bent = search();
-        bend(&mut bent);
-        change(&server, &changing, json!([echo(), bent])).await;
-        let (names, rejected) = listed(&pack).await;
-        assert_eq!(names, ["echo"], "{field}");
-        assert_eq!(
-            rejected,
-            [("search".to_owned(), CHANGED.to_owned())],
-            "{field}"
-        );
-        let call = support::call(&pack, "s", "search", json!({"q": "x"})).await;
-        assert_eq!(
-            call,
-            Err(ToolError::Invalid(format!(
-                "s holds the tool \"search\": {CHANGED}"
-            ))),
-            "{field}"
-        );
-        let one = pack
-            .call(
-                "mcp/get_dynamic_tools",
-                json!({"namespace": "s", "toolName": "search"}),
-            )
-            .await;
-        assert!(
-            one.is_err(),
-            "a held tool's definition never reaches the model: {one:?}"
-        );
-        let held = pack.held("s").await;
-        assert_eq!(held.len(), 1);
-        assert_eq!(held[0].why, Held::Changed);
-        let fields: Vec<&str> = held[0].changes.iter().map(|c| c.field.as_str()).collect();
-        assert!(
-            fields.iter().all(|f| f.starts_with(field)),
-            "{field}: {fields:?}"
-        );
-        assert!(!fields.is_empty(), "{field}");
+            let mut bent = search();
+            bend(&mut bent);
+            change(&server, &changing, json!([echo(), bent])).await;
+            let (names, rejected) = listed(&pack).await;
+            assert_eq!(names, ["echo"], "{field}");
+            assert_eq!(
+                rejected,
+                [("search".to_owned(), CHANGED.to_owned())],
+                "{field}"
+            );
+            let call = support::call(&pack, "s", "search", json!({"q": "x"})).await;
+            assert_eq!(
+                call,
+                Err(ToolError::Invalid(format!(
+                    "s holds the tool \"search\": {CHANGED}"
+                ))),
+                "{field}"
+            );
+            let one = pack
+                .call(
+                    "mcp/get_dynamic_tools",
+                    json!({"namespace": "s", "toolName": "search"}),
+                )
+                .await;
+            assert!(
+                one.is_err(),
+                "a held tool's definition never reaches the model: {one:?}"
+            );
+            let held = pack.held("s").await;
+            assert_eq!(held.len(), 1);
+            assert_eq!(held[0].why, Held::Changed);
+            let fields: Vec<&str> = held[0].changes.iter().map(|c| c.field.as_str()).collect();
+            assert!(
+                fields.iter().all(|f| f.starts_with(field)),
+                "{field}: {fields:?}"
+            );
+            assert!(!fields.is_empty(), "{field}");
+        });
+    }
+    while let Some(checked) = checks.join_next().await {
+        checked.expect("a field's check");
     }
 }
 

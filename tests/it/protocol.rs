@@ -10,7 +10,6 @@ use std::time::Duration;
 use runvil_plugin::ToolError;
 use serde_json::{Value, json};
 use support::hostile::{self, Hostile, Request, Script, Step, http, mcp, result_for};
-use support::wait_until;
 
 const SETTLE: Duration = Duration::from_secs(10);
 
@@ -510,10 +509,11 @@ async fn dropping_the_pack_ends_the_session_with_delete() {
     let pack = ready_pack(&server).await;
     drop(pack);
     let is_delete = |r: &Request| r.method == "DELETE";
-    wait_until("no DELETE was sent", SETTLE, async || {
-        server.requests().iter().any(is_delete)
-    })
-    .await;
+    server
+        .until("no DELETE was sent", SETTLE, |s| {
+            s.requests().iter().any(is_delete)
+        })
+        .await;
     let requests = server.requests();
     let delete = requests.iter().find(|r| is_delete(r)).expect("the DELETE");
     assert_eq!(delete.header("mcp-session-id"), Some("s-1"));
@@ -548,21 +548,20 @@ async fn a_dropped_call_is_cancelled_before_the_session_ends() {
     .await;
     let pack = ready_pack(&server).await;
     let call = support::call(&pack, "s", "echo", json!({"text": "never"}));
-    let sent = async {
-        while server.calls_of("tools/call").is_empty() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
+    let sent = server.until("the call reaches the server", SETTLE, |s| {
+        !s.calls_of("tools/call").is_empty()
+    });
     tokio::select! {
         _ = call => panic!("the call never answers"),
         () = sent => {}
     }
     // The call future is gone; dropping the Pack at once ends the session.
     drop(pack);
-    wait_until("no DELETE", SETTLE, async || {
-        server.requests().iter().any(|r| r.method == "DELETE")
-    })
-    .await;
+    server
+        .until("no DELETE", SETTLE, |s| {
+            s.requests().iter().any(|r| r.method == "DELETE")
+        })
+        .await;
     let order: Vec<String> = server
         .requests()
         .iter()

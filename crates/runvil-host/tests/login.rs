@@ -792,23 +792,20 @@ async fn two_calls_needing_a_new_token_at_once_redeem_the_refresh_token_once() {
     // lock (a blocked lock of the lock file in /proc/locks); without it, the second refresh
     // arrives instead.
     let lock = dir.path().join("credentials.json.lock");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let redeemed = oauth::redemptions(&server.requests());
-        let inode = std::fs::metadata(&lock).map(|m| m.ino()).unwrap_or(0);
-        let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
-        let waits = locks
-            .lines()
-            .any(|line| line.contains("->") && line.contains(&format!(":{inode} ")));
-        if redeemed >= 2 || (redeemed == 1 && waits) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the calls never met at the refresh"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    support::wait_until(
+        "the calls never met at the refresh",
+        Duration::from_secs(30),
+        async || {
+            let redeemed = oauth::redemptions(&server.requests());
+            let inode = std::fs::metadata(&lock).map(|m| m.ino()).unwrap_or(0);
+            let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+            let waits = locks
+                .lines()
+                .any(|line| line.contains("->") && line.contains(&format!(":{inode} ")));
+            redeemed >= 2 || (redeemed == 1 && waits)
+        },
+    )
+    .await;
     for _ in 0..oauth::redemptions(&server.requests()) {
         gate.notify_one();
     }

@@ -25,13 +25,9 @@ async fn open(postgres: &Postgres) -> Arc<Database> {
     Database::open(dsn).await.expect("the store opens")
 }
 
-/// Waits (up to 30 s) until `done` answers true, checking every 20 ms.
+/// Waits (up to [`SETTLE`]) until `done` answers true: the workspace's one polling wait.
 async fn until(mut done: impl FnMut() -> bool, what: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    shared_mcp_fixture::wait_until(&format!("never: {what}"), SETTLE, async || done()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -352,18 +348,14 @@ async fn a_database_that_stops_fails_statements_at_once_and_serves_again_when_ba
     postgres.start_again();
     // Back within the backoff's cap: the record is there, and the listener listens again
     // (everything cached is to be read anew).
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    let record = loop {
-        if let Ok(Some(record)) = store.load(Kind::Pins, "a#1").await {
-            break record;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the store never came back"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut record = None;
+    let back = async || {
+        record = store.load(Kind::Pins, "a#1").await.ok().flatten();
+        record.is_some()
     };
-    assert_eq!(record.value, "kept");
+    shared_mcp_fixture::wait_until("the store never came back", Duration::from_secs(60), back)
+        .await;
+    assert_eq!(record.expect("the record").value, "kept");
     loop {
         match tokio::time::timeout(Duration::from_secs(60), changes.recv()).await {
             Ok(Ok(Change::Everything)) => break,

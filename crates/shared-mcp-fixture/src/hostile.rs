@@ -5,6 +5,10 @@
 //! the test's handler, which answers with a [`Script`]: bytes to write, pauses, and whether to
 //! keep the connection. [`mcp`] answers like a small well-behaved server, so a test only
 //! scripts the part it wants to break.
+//!
+//! Everything the server records (a connection opened, a request read, a connection closed by
+//! the client) is also announced, so a test waits for what it expects with [`Hostile::until`]
+//! instead of for a time.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,6 +16,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
@@ -26,6 +31,8 @@ pub struct Request {
     pub body: Value,
     /// The body as text, for bodies that are not JSON (forms).
     pub text: String,
+    /// The connection it came on: 1 for the first the server accepted, and so on.
+    pub connection: usize,
 }
 
 impl Request {
@@ -111,7 +118,9 @@ pub struct Hostile {
     requests: Arc<Mutex<Vec<Request>>>,
     connections: Arc<Mutex<usize>>,
     closed: Arc<Mutex<usize>>,
-    hung_up: Arc<Mutex<usize>>,
+    hung_up: Arc<Mutex<Vec<usize>>>,
+    /// Told of each thing recorded, for [`Hostile::until`].
+    events: watch::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -134,20 +143,27 @@ impl Hostile {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(Mutex::new(0));
         let closed = Arc::new(Mutex::new(0));
-        let hung_up = Arc::new(Mutex::new(0));
+        let hung_up = Arc::new(Mutex::new(Vec::new()));
+        let events = watch::Sender::new(());
         let (seen, count) = (Arc::clone(&requests), Arc::clone(&connections));
         let ends = Ends {
             awaited: Arc::clone(&closed),
             hung_up: Arc::clone(&hung_up),
+            events: events.clone(),
         };
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                *count.lock().expect("count") += 1;
+                let number = {
+                    let mut count = count.lock().expect("count");
+                    *count += 1;
+                    *count
+                };
+                ends.events.send_replace(());
                 let (handler, seen, ends) = (Arc::clone(&handler), Arc::clone(&seen), ends.clone());
-                tokio::spawn(connection(stream, handler, seen, ends));
+                tokio::spawn(connection(stream, number, handler, seen, ends));
             }
         });
         Self {
@@ -157,7 +173,38 @@ impl Hostile {
             connections,
             closed,
             hung_up,
+            events,
             task,
+        }
+    }
+
+    /// Waits until `done` holds of what the server recorded, looking again each time it
+    /// records something (a connection, a request, a close), never on a timer.
+    ///
+    /// # Panics
+    ///
+    /// If `done` does not hold within `within` (a bound on a broken test, not a measure),
+    /// naming `what` and the requests seen.
+    pub async fn until(&self, what: &str, within: Duration, done: impl Fn(&Self) -> bool) {
+        let mut events = self.events.subscribe();
+        let waited = tokio::time::timeout(within, async {
+            loop {
+                events.mark_unchanged();
+                if done(self) {
+                    return;
+                }
+                // The sender lives as long as `self`: a change always comes or the bound ends.
+                let _ = events.changed().await;
+            }
+        })
+        .await;
+        if waited.is_err() {
+            let seen: Vec<String> = self
+                .requests()
+                .iter()
+                .map(|r| format!("{} {} {}", r.method, r.target, r.rpc_method()))
+                .collect();
+            panic!("{what}, within {within:?}; the server saw {seen:?}");
         }
     }
 
@@ -170,7 +217,13 @@ impl Hostile {
     /// request (a pooled connection dropped, or one closed before the end of its answer was
     /// read); not those of [`Step::AwaitClose`].
     pub fn hung_up(&self) -> usize {
-        *self.hung_up.lock().expect("hung up")
+        self.hung_up.lock().expect("hung up").len()
+    }
+
+    /// The connections (as [`Request::connection`] numbers them) the client closed as
+    /// [`Hostile::hung_up`] counts, in the order they were closed.
+    pub fn hung_up_connections(&self) -> Vec<usize> {
+        self.hung_up.lock().expect("hung up").clone()
     }
 
     /// Every request so far, in the order they were read.
@@ -197,29 +250,41 @@ impl Hostile {
 struct Ends {
     /// Closed by the client on [`Step::AwaitClose`].
     awaited: Arc<Mutex<usize>>,
-    /// Closed by the client while the server wrote or waited for a request.
-    hung_up: Arc<Mutex<usize>>,
+    /// The connections closed by the client while the server wrote or waited for a request.
+    hung_up: Arc<Mutex<Vec<usize>>>,
+    /// Told of each end, for [`Hostile::until`].
+    events: watch::Sender<()>,
+}
+
+impl Ends {
+    fn hung_up(&self, connection: usize) {
+        self.hung_up.lock().expect("hung up").push(connection);
+        self.events.send_replace(());
+    }
 }
 
 async fn connection(
     mut stream: TcpStream,
+    number: usize,
     handler: Handler,
     seen: Arc<Mutex<Vec<Request>>>,
     ends: Ends,
 ) {
     let mut buffer = Vec::new();
     loop {
-        let Some(request) = read_request(&mut stream, &mut buffer).await else {
-            *ends.hung_up.lock().expect("hung up") += 1;
+        let Some(mut request) = read_request(&mut stream, &mut buffer).await else {
+            ends.hung_up(number);
             return;
         };
+        request.connection = number;
         seen.lock().expect("requests").push(request.clone());
+        ends.events.send_replace(());
         let script = handler(&request);
         for step in script.steps {
             match step {
                 Step::Write(bytes) => {
                     if stream.write_all(&bytes).await.is_err() {
-                        *ends.hung_up.lock().expect("hung up") += 1;
+                        ends.hung_up(number);
                         return;
                     }
                     let _ = stream.flush().await;
@@ -233,6 +298,7 @@ async fn connection(
                     // it closes (0 bytes) or resets it (an error).
                     while let Ok(1..) = stream.read(&mut byte).await {}
                     *ends.awaited.lock().expect("closed") += 1;
+                    ends.events.send_replace(());
                     return;
                 }
             }
@@ -289,6 +355,7 @@ async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Re
         headers,
         body,
         text,
+        connection: 0,
     })
 }
 

@@ -29,6 +29,10 @@
 //!   at pinned versions.
 //! - feature `services`: throwaway PostgreSQL and nginx from the distribution's packages
 //!   (`services.rs`), for the tests of runvil's shared state.
+//! - feature `test-support`: what the black-box tests share beyond the servers
+//!   (`test_support.rs`): reading the Pack's tools, a test binary's log lines, the Python
+//!   SDK's server.
+//! - `wait.rs`, whatever the features: the tests' one polling wait.
 
 #![forbid(unsafe_code)]
 
@@ -54,8 +58,11 @@ mod recorder;
 mod server;
 #[cfg(feature = "services")]
 pub mod services;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 #[cfg(feature = "server")]
 mod tools;
+mod wait;
 
 #[cfg(feature = "server")]
 pub use handler::{PAGED_TOOL_NAMES, Revisions, TOOL_NAMES, ToolSet, echo_schema};
@@ -65,3 +72,4 @@ pub use pack::{call, listing, pack, pack_with, ready, settled, status, try_pack,
 pub use server::{Answers, Builder, Fixture, Mode};
 #[cfg(feature = "server")]
 pub use tools::ECHO_DESCRIPTION;
+pub use wait::wait_until;

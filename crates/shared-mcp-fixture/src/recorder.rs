@@ -15,6 +15,8 @@ pub(crate) struct Recorder {
     pub(crate) gate: watch::Sender<bool>,
     /// `initialize` requests that got past the gate.
     initializes: AtomicUsize,
+    /// `initialize` requests that reached the gate, held or not.
+    handshakes: AtomicUsize,
     /// Requests by HTTP method: GET, POST, DELETE, any other. Counters, not a log, so that
     /// a benchmark's millions of requests cost an atomic add each and no memory.
     methods: [AtomicUsize; 4],
@@ -24,7 +26,7 @@ pub(crate) struct Recorder {
     slow_cancelled: Mutex<Vec<Value>>,
     /// Request ids named by `notifications/cancelled`.
     cancel_notifications: Mutex<Vec<Value>>,
-    /// Woken whenever a list above grows.
+    /// Woken whenever a list above grows, or a handshake reaches the gate.
     changed: Notify,
 }
 
@@ -41,6 +43,7 @@ impl Recorder {
         Self {
             gate: watch::Sender::new(open),
             initializes: AtomicUsize::new(0),
+            handshakes: AtomicUsize::new(0),
             methods: Default::default(),
             slow_started: Mutex::new(Vec::new()),
             slow_cancelled: Mutex::new(Vec::new()),
@@ -68,21 +71,35 @@ impl Recorder {
 
     /// Waits up to `within` for `ids` to hold an entry and answers its first one.
     pub(crate) async fn first(&self, ids: Ids, within: Duration) -> Option<Value> {
+        self.until(within, || self.ids(ids).into_iter().next())
+            .await
+    }
+
+    /// Waits up to `within` for a handshake to reach the gate; whether one did.
+    pub(crate) async fn handshake_reached(&self, within: Duration) -> bool {
+        let reached = || (self.handshakes.load(Ordering::SeqCst) > 0).then_some(());
+        self.until(within, reached).await.is_some()
+    }
+
+    /// Waits up to `within` for `look` to answer something, looking again at each record.
+    async fn until<T>(&self, within: Duration, look: impl Fn() -> Option<T>) -> Option<T> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
             // Registered before the look, so a record between the two is not missed.
             let changed = self.changed.notified();
-            if let Some(first) = self.ids(ids).into_iter().next() {
-                return Some(first);
+            if let Some(found) = look() {
+                return Some(found);
             }
             if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return self.ids(ids).into_iter().next();
+                return look();
             }
         }
     }
 
     /// Holds the caller while the gate is closed, then counts a handshake.
     pub(crate) async fn pass_gate(&self) {
+        self.handshakes.fetch_add(1, Ordering::SeqCst);
+        self.changed.notify_waiters();
         let mut gate = self.gate.subscribe();
         // The sender lives in `self`, so the channel cannot close while this waits.
         let _ = gate.wait_for(|open| *open).await;

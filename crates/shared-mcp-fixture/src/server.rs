@@ -263,6 +263,12 @@ impl Fixture {
         self.recorder.gate.send_replace(true);
     }
 
+    /// Waits up to `within` for an `initialize` to reach the server (held, if the gate is
+    /// closed); whether one did.
+    pub async fn wait_held(&self, within: Duration) -> bool {
+        self.recorder.handshake_reached(within).await
+    }
+
     /// How many `initialize` requests got past the gate.
     pub fn initializes(&self) -> usize {
         self.recorder.initializes()
@@ -302,6 +308,11 @@ impl Fixture {
     /// Waits up to `within` for a `slow` call to observe its cancellation; its request id.
     pub async fn wait_cancelled(&self, within: Duration) -> Option<Value> {
         self.recorder.first(Ids::SlowCancelled, within).await
+    }
+
+    /// Waits up to `within` for a `notifications/cancelled` to arrive; its request id.
+    pub async fn wait_cancel_notification(&self, within: Duration) -> Option<Value> {
+        self.recorder.first(Ids::CancelNotifications, within).await
     }
 
     /// Request ids of every `slow` call that started.

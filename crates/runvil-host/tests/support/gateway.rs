@@ -155,18 +155,19 @@ impl Gateway {
         assert!(sent.success());
     }
 
-    /// Waits up to `within` for it to exit.
-    pub(crate) async fn exited(&mut self, within: Duration) -> Option<ExitStatus> {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    /// Waits up to `within` for it to exit, and answers how it ended.
+    ///
+    /// # Panics
+    ///
+    /// If it is still running after `within`.
+    pub(crate) async fn exited(&mut self, within: Duration) -> ExitStatus {
+        let mut ended = None;
+        super::wait_until("the gateway never exited", within, async || {
+            ended = self.child.try_wait().ok().flatten();
+            ended.is_some()
+        })
+        .await;
+        ended.expect("an exit status")
     }
 
     /// Its resident memory, in KiB.

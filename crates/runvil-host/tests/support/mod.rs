@@ -80,14 +80,12 @@ pub(crate) async fn signal_during_call(
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("runvil runs");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !reached().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the call never reached the server"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until(
+        "the call never reached the server",
+        Duration::from_secs(20),
+        async || reached().await,
+    )
+    .await;
     let pid = child.id().expect("a pid").to_string();
     let sent = Command::new("kill")
         .args([&format!("-{signal}"), &pid])
@@ -209,14 +207,9 @@ pub(crate) fn config_for(server: &Fixture) -> Temp {
     Temp::config(json!({ "backend": { "url": server.url() } }))
 }
 
-/// Waits until `done` holds, failing the test with `what` after `within`.
-pub(crate) async fn wait_until(what: &str, within: Duration, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + within;
-    while !done().await {
-        assert!(tokio::time::Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+/// Waits until a condition holds: the workspace's one polling wait, for what nothing announces
+/// (another process's state, a file).
+pub(crate) use shared_mcp_fixture::wait_until;
 
 /// `GET path` of `base` (`https://127.0.0.1:PORT`) over TLS, trusting only `cert`: the raw
 /// answer, headers and body.

@@ -10,6 +10,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Captured {
+    /// Every line so far, as text.
+    ///
+    /// # Panics
+    ///
+    /// If a writer panicked while it held the lines.
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().expect("log")).into_owned()
     }

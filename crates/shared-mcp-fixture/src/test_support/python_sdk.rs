@@ -2,7 +2,7 @@
 //!
 //! On first use its packages are installed with pip, at the versions
 //! `tests/peers/requirements.txt` pins, into a virtual environment under the git-ignored
-//! `.tools/python-sdk` (the fixture crate's `peers`), so `cargo test` needs nothing set up
+//! `.tools/python-sdk` ([`crate::peers`]), so `cargo test` needs nothing set up
 //! beyond Python 3 and a reachable PyPI. The server picks its own port and is killed when
 //! dropped.
 
@@ -35,7 +35,7 @@ impl PythonServer {
     /// [`PythonServer::start`] with the server's own arguments (`--legacy`).
     pub async fn start_with(args: &'static [&'static str]) -> PythonServer {
         // The Pack's interoperability rests on this peer: it is never skipped.
-        let python = shared_mcp_fixture::peers::python().unwrap_or_else(|why| panic!("{why}"));
+        let python = crate::peers::python().unwrap_or_else(|why| panic!("{why}"));
         tokio::task::spawn_blocking(move || start(&python, args))
             .await
             .expect("the start task")
@@ -49,8 +49,9 @@ impl Drop for PythonServer {
     }
 }
 
+/// The workspace's folder of peer programs.
 fn peers() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers")
 }
 
 fn start(python: &Path, args: &[&str]) -> PythonServer {
