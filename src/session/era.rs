@@ -28,7 +28,10 @@ pub(super) enum Probed {
 pub(super) async fn detect(link: &Link) -> Result<Probed, SessionError> {
     let probe = Modern::new();
     let answer = probe
-        .request::<Value, _>(link, Outbound::new("server/discover", NoParams {}))
+        .request::<Value, _>(
+            link,
+            Outbound::new("server/discover", NoParams {}).followed(),
+        )
         .await;
     match answer {
         Ok(result) => {

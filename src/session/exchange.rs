@@ -71,7 +71,7 @@ impl Link {
         outgoing: &Outgoing<'_>,
         wire: Wire,
     ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
-        let (method, progress) = (sent.method, sent.progress);
+        let (method, progress, followed) = (sent.method, sent.progress, sent.followed);
         let started = tokio::time::Instant::now();
         let answer = async {
             let request = Request::new(id, method, &sent.params);
@@ -82,7 +82,7 @@ impl Link {
                 Reply::Json(bytes) => answer_in_body(id, &bytes),
                 Reply::Stream(stream) => {
                     let mut reporter = progress.map(|sink| Reporter::new(id, sink));
-                    let reading = (wire, reporter.as_mut());
+                    let reading = (wire, reporter.as_mut(), followed);
                     self.read_stream(id, *stream, outgoing, reading).await
                 }
                 Reply::Empty => Err(SessionError::Protocol(
@@ -113,7 +113,7 @@ impl Link {
         id: u64,
         mut stream: EventStream,
         outgoing: &Outgoing<'_>,
-        (wire, mut reporter): (Wire, Option<&mut Reporter<'_>>),
+        (wire, mut reporter, followed): (Wire, Option<&mut Reporter<'_>>, bool),
     ) -> Result<Untrusted<T>, SessionError> {
         let mut idle_resumptions = 0;
         loop {
@@ -144,7 +144,14 @@ impl Link {
                     continue;
                 }
                 if let Some(answer) = answer_to(id, message) {
-                    self.transport.finish(stream, &self.runtime);
+                    if followed {
+                        // Boxed: a start-up path, whose wait every request's future would
+                        // otherwise carry inline.
+                        let finished = self.transport.finish_before_next(stream, &self.runtime);
+                        Box::pin(finished).await;
+                    } else {
+                        self.transport.finish(stream, &self.runtime);
+                    }
                     return answer;
                 }
             }
