@@ -90,6 +90,15 @@ policy! {
     /// cancels nothing, since the request was answered.
     const STREAM_DRAIN_TIMEOUT: Duration = Duration::from_secs(1) => secs;
 
+    /// How long a start-up or listing request (`server/discover`, `initialize`, each page of
+    /// `tools/list`) waits after its answer for its stream to end, so the request that follows
+    /// (the next one of the start, or the first call) takes the same connection instead of
+    /// opening a second one. A server ends the stream right after the answer, so the wait is
+    /// that of a packet; one that keeps the stream open costs each such request this once,
+    /// about what a new connection to a distant server costs, and the rest is read in the
+    /// background as any answered stream's. A tool call never waits for its stream's end.
+    const STREAM_END_WAIT: Duration = Duration::from_millis(100) => ms;
+
     /// The most bytes read from an answered SSE stream after its answer before its connection is
     /// closed instead: the end of a stream is a few bytes, and nothing after the answer is used.
     const MAX_STREAM_DRAIN_BYTES: usize = 64 * 1024 => plain;

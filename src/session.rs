@@ -150,10 +150,10 @@ impl Session {
             let params = ListParams {
                 cursor: cursor.as_deref(),
             };
-            // Kept as text: the catalog reads only the fields it needs out of it.
-            let page = self
-                .request::<Box<RawValue>, _>(Outbound::new("tools/list", params))
-                .await?;
+            // Kept as text: the catalog reads only the fields it needs out of it. Followed: by
+            // the next page, or by the first call once the server is ready.
+            let listing = Outbound::new("tools/list", params).followed();
+            let page = self.request::<Box<RawValue>, _>(listing).await?;
             if self.era.revision() == Revision::Modern {
                 hints.add_page(page.peek());
             }

@@ -57,7 +57,7 @@ struct CallContext {
     servers: Vec<Arc<Server>>,
     scrubber: Arc<Scrubber>,
     /// The two tools' published schemas, which their arguments are checked against.
-    schemas: Schemas,
+    schemas: &'static Schemas,
     /// Each server's catalog indexed for search, as of its last search.
     indexes: Indexes,
 }
@@ -76,7 +76,7 @@ impl McpPack {
                 indexes: Indexes::new(servers.len()),
                 servers,
                 scrubber,
-                schemas: Schemas::new(),
+                schemas: Schemas::shared(),
             }),
             runtime,
             board,

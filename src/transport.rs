@@ -38,6 +38,7 @@ use crate::http::{self, DPOP_NONCE, Failure, Unanswered, describe};
 use crate::policy::{
     MAX_AUTHORIZATIONS_PER_REQUEST, MAX_ERROR_BODY_BYTES, MAX_RESPONSE_BYTES, MAX_SESSION_ID_BYTES,
     MAX_SSE_EVENT_BYTES, MAX_STREAM_DRAIN_BYTES, REDACTION_MARKER, STREAM_DRAIN_TIMEOUT,
+    STREAM_END_WAIT,
 };
 use crate::secret::SecretUrl;
 use crate::sse::{Event, SseError, SseParser};
@@ -345,16 +346,36 @@ impl Transport {
         if read_received(&mut response, &mut budget) != Drained::Pending {
             return;
         }
+        self.drain(response, budget, runtime);
+    }
+
+    /// [`Transport::finish`] for an answer that the caller's next request follows at once (a
+    /// start-up request): waits up to [`STREAM_END_WAIT`] for the stream's end, so that request
+    /// finds the connection back in the pool instead of opening another; a stream that has not
+    /// ended by then is read on in the background, as `finish` reads it.
+    pub(crate) async fn finish_before_next(&self, stream: EventStream, runtime: &Handle) {
+        let mut response = stream.response;
+        let mut budget = MAX_STREAM_DRAIN_BYTES;
+        let rest = read_rest(&mut response, &mut budget);
+        if tokio::time::timeout(STREAM_END_WAIT, rest).await.is_err() {
+            self.drain(response, budget, runtime);
+            return;
+        }
+        drop(response);
+        // hyper puts the connection back in the pool from a task of its own, woken by the
+        // stream's end: it runs before the next request looks for an idle connection.
+        tokio::task::yield_now().await;
+    }
+
+    /// Reads the rest of `response` on a task of `runtime`, within [`STREAM_DRAIN_TIMEOUT`] and
+    /// `budget`, while fewer than [`crate::policy::MAX_DRAINING_STREAMS`] are; else drops it,
+    /// which closes its connection.
+    fn drain(&self, mut response: Response, mut budget: usize, runtime: &Handle) {
         let Some(permit) = self.clients.draining() else {
             return;
         };
         runtime.spawn(async move {
-            let rest = async {
-                while let Ok(Some(chunk)) = response.chunk().await {
-                    budget = budget.checked_sub(chunk.len())?;
-                }
-                Some(())
-            };
+            let rest = read_rest(&mut response, &mut budget);
             let _ = tokio::time::timeout(STREAM_DRAIN_TIMEOUT, rest).await;
             drop(permit);
         });
@@ -559,6 +580,18 @@ fn read_received(response: &mut Response, budget: &mut usize) -> Drained {
                 None => return Drained::Done,
             },
             Poll::Ready(Ok(None) | Err(_)) => return Drained::Done,
+        }
+    }
+}
+
+/// Reads `response`'s body to its end, a break, or past `budget` (where it stops: dropping the
+/// response then closes its connection). Cancelled, it loses nothing: a chunk is taken only when
+/// it has arrived.
+async fn read_rest(response: &mut Response, budget: &mut usize) {
+    while let Ok(Some(chunk)) = response.chunk().await {
+        match budget.checked_sub(chunk.len()) {
+            Some(left) => *budget = left,
+            None => return,
         }
     }
 }

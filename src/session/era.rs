@@ -52,7 +52,10 @@ impl Era {
 pub(super) async fn detect(link: &Link) -> Result<Era, SessionError> {
     let probe = Modern::new();
     let answer = probe
-        .request::<Value, _>(link, Outbound::new("server/discover", NoParams {}))
+        .request::<Value, _>(
+            link,
+            Outbound::new("server/discover", NoParams {}).followed(),
+        )
         .await;
     match answer {
         Ok(result) => {

@@ -55,7 +55,7 @@ impl Link {
         outgoing: &Outgoing<'_>,
         revision: Revision,
     ) -> Result<(Untrusted<T>, Option<HeaderValue>), SessionError> {
-        let (method, progress) = (sent.method, sent.progress);
+        let (method, progress, followed) = (sent.method, sent.progress, sent.followed);
         let started = tokio::time::Instant::now();
         let answer = async {
             let request = Request::new(id, method, &sent.params);
@@ -66,7 +66,7 @@ impl Link {
                 Reply::Json(bytes) => answer_in_body(id, &bytes),
                 Reply::Stream(stream) => {
                     let mut reporter = progress.map(|report| Reporter::new(id, report));
-                    let reading = (revision, reporter.as_mut());
+                    let reading = (revision, reporter.as_mut(), followed);
                     self.read_stream(id, *stream, outgoing, reading).await
                 }
                 Reply::Empty => Err(SessionError::Protocol(Broken::NoBody)),
@@ -95,7 +95,7 @@ impl Link {
         id: u64,
         mut stream: EventStream,
         outgoing: &Outgoing<'_>,
-        (revision, mut reporter): (Revision, Option<&mut Reporter<'_>>),
+        (revision, mut reporter, followed): (Revision, Option<&mut Reporter<'_>>, bool),
     ) -> Result<Untrusted<T>, SessionError> {
         let mut idle_resumptions = 0;
         loop {
@@ -126,7 +126,14 @@ impl Link {
                     continue;
                 }
                 if let Some(answer) = answer_to(id, message) {
-                    self.transport.finish(stream, &self.runtime);
+                    if followed {
+                        // Boxed: a start-up path, whose wait every request's future would
+                        // otherwise carry inline.
+                        let finished = self.transport.finish_before_next(stream, &self.runtime);
+                        Box::pin(finished).await;
+                    } else {
+                        self.transport.finish(stream, &self.runtime);
+                    }
                     return answer;
                 }
             }

@@ -77,7 +77,7 @@ impl Legacy {
         let (result, session_id) = link
             .exchange::<Value, _>(
                 id,
-                &Outbound::new("initialize", params),
+                &Outbound::new("initialize", params).followed(),
                 &fresh,
                 Revision::Legacy,
             )

@@ -31,6 +31,10 @@ pub(crate) struct Outbound<'a, P> {
     pub(crate) headers: &'a [(HeaderName, HeaderValue)],
     /// Where the server's progress reports go; the request asks for them when there is one.
     pub(crate) progress: Option<Report<'a>>,
+    /// Another request follows this one (a start-up or listing request): its answer's stream is
+    /// read to its end, briefly, before the answer is handed back, so the next request takes
+    /// the same connection (`Transport::finish_before_next`).
+    pub(crate) followed: bool,
 }
 
 impl<'a, P> Outbound<'a, P> {
@@ -42,6 +46,15 @@ impl<'a, P> Outbound<'a, P> {
             name: None,
             headers: &[],
             progress: None,
+            followed: false,
+        }
+    }
+
+    /// The same request, which another follows (a start-up or listing request).
+    pub(crate) fn followed(self) -> Self {
+        Self {
+            followed: true,
+            ..self
         }
     }
 
@@ -63,6 +76,7 @@ impl<'a, P> Outbound<'a, P> {
             name: self.name,
             headers: self.headers,
             progress: self.progress,
+            followed: self.followed,
         }
     }
 }

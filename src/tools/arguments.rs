@@ -9,6 +9,8 @@
 //! path. The one thing a schema cannot say, how a model finds a missing value, is the prose of
 //! [`missing_hint`].
 
+use std::sync::LazyLock;
+
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use runvil_plugin::ToolError;
@@ -52,14 +54,21 @@ pub(super) struct CallArguments {
     pub(super) arguments: Map<String, Value>,
 }
 
-/// The two tools' schemas, compiled once per Pack.
+/// The two tools' schemas, compiled once per process: they are the same for every Pack, and
+/// compiling them took a share of each Pack's start.
 pub(super) struct Schemas {
     pub(super) list: Published,
     pub(super) call: Published,
 }
 
 impl Schemas {
-    pub(super) fn new() -> Self {
+    /// The one compiled copy, compiled at its first use.
+    pub(super) fn shared() -> &'static Self {
+        static SCHEMAS: LazyLock<Schemas> = LazyLock::new(Schemas::new);
+        &SCHEMAS
+    }
+
+    fn new() -> Self {
         let string = |description: &str| json!({"type": "string", "description": description});
         let query = format!(
             "Words saying what a tool should do (\"send an email\", \"take a screenshot\"), or \

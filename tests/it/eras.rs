@@ -581,3 +581,63 @@ async fn x_mcp_header_parameters_travel_as_mcp_param_headers_and_bad_declaration
         assert!(sent.get("region").is_none_or(|v| !v.is_null()), "{sent}");
     }
 }
+
+/// Answers like [`modern`], but `server/discover`'s answer is a stream whose end comes as a
+/// write of its own after the answer (`then`: the end at once, or never).
+fn discover_streamed(then: Step) -> impl Fn(&Request) -> Script {
+    move |r| match r.rpc_method() {
+        "server/discover" => {
+            let result = json!({
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+            });
+            Script {
+                steps: vec![
+                    Step::Write(stream_head(&result_for(r, result))),
+                    then.clone(),
+                ],
+                keep_alive: true,
+            }
+        }
+        _ => modern(r),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_up_answer_s_stream_is_read_to_its_end_so_the_listing_takes_its_connection() {
+    let end = Step::Write(b"0\r\n\r\n".to_vec());
+    let server = Hostile::start(discover_streamed(end)).await;
+    let pack = ready_pack(&server).await;
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "a"})).await,
+        Ok("a".to_owned())
+    );
+    assert_eq!(
+        methods(&server),
+        ["POST server/discover", "POST tools/list", "POST tools/call"]
+    );
+    // Listed before the discover stream had ended, the tools/list would open a second one.
+    assert_eq!(
+        server.connections(),
+        1,
+        "one connection for the start and the call"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_up_answer_s_stream_that_never_ends_does_not_hold_the_start_up_back() {
+    let server = Hostile::start(discover_streamed(Step::AwaitClose)).await;
+    let pack = ready_pack(&server).await;
+    assert_eq!(
+        support::call(&pack, "s", "echo", json!({"text": "a"})).await,
+        Ok("a".to_owned())
+    );
+    // The listing went out on a second connection; the first is read on in the background
+    // and closed after its time bound.
+    assert_eq!(server.connections(), 2);
+    support::wait_until("the client closes the stream", SETTLE, async || {
+        server.closed_by_client() == 1
+    })
+    .await;
+}
