@@ -8,7 +8,7 @@
 //!
 //! Once ready, the same task listens for the server's notices that its tools changed (the
 //! session's own ways, see `session::listen`) and re-lists them: each re-list is bounded as
-//! the first one is, and replaces the catalog only when complete; until then, and when it
+//! the first one is, and replaces its tools only when complete; until then, and when it
 //! fails (retried after the same backoff), the server keeps the tools it had. Notices are
 //! coalesced (one re-list at a time, one more waiting) and re-lists are at least
 //! [`RELIST_MIN_INTERVAL`] apart. Where the Host lends a pin store, every complete listing is
@@ -27,7 +27,7 @@ use tracing::Instrument;
 use crate::auth::{Authorization, HostAuth};
 use crate::config::ServerSpec;
 use crate::edge;
-use crate::envelope::{Catalog, ToolSet};
+use crate::envelope::{ToolPages, ToolSet};
 use crate::pins::Pins;
 use crate::policy::{
     MAX_ERROR_CHARS, RELIST_MIN_INTERVAL, Refusal, START_ATTEMPT_DEADLINE, retry_delay,
@@ -58,7 +58,7 @@ impl Status {
         match self {
             Self::Loading => BackendState::Loading,
             Self::Ready(ready) => BackendState::Ready {
-                tools: ready.catalog.names(),
+                tools: ready.tools.names(),
             },
             Self::Failed(reason) => reason.clone().leave(BackendState::Failed),
             Self::Refused(refusal) => BackendState::Refused(refusal.to_string()),
@@ -72,7 +72,7 @@ impl Status {
 pub(crate) struct Ready {
     pub(crate) session: SharedSession,
     /// Its checked tools, held and rejected ones included.
-    pub(crate) catalog: Arc<ToolSet>,
+    pub(crate) tools: Arc<ToolSet>,
     /// How long the server said its list stays fresh (2026-07-28).
     pub(crate) cache: CacheHints,
     /// When the tools were listed.
@@ -83,7 +83,7 @@ impl Ready {
     fn new(session: SharedSession, tools: ToolSet, cache: CacheHints) -> Self {
         Self {
             session,
-            catalog: Arc::new(tools),
+            tools: Arc::new(tools),
             cache,
             listed_at: Instant::now(),
         }
@@ -104,9 +104,9 @@ pub(crate) struct Server {
     index: usize,
     /// The user's trust in its tools, when the Host keeps pins.
     pins: Option<Pins>,
-    /// Held while its catalog is replaced (a re-list, an approval), so one never undoes the
+    /// Held while its tools are replaced (a re-list, an approval), so one never undoes the
     /// other and the board sees the changes in order.
-    catalog: tokio::sync::Mutex<()>,
+    replacing: tokio::sync::Mutex<()>,
 }
 
 impl Server {
@@ -123,7 +123,7 @@ impl Server {
             board: Arc::clone(board),
             index,
             pins,
-            catalog: tokio::sync::Mutex::new(()),
+            replacing: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -137,7 +137,7 @@ impl Server {
     fn set(&self, status: Status) {
         let state = status.public();
         let held = match &status {
-            Status::Ready(ready) => ready.catalog.held.len(),
+            Status::Ready(ready) => ready.tools.held.len(),
             _ => 0,
         };
         *self.status.write().unwrap_or_else(PoisonError::into_inner) = status;
@@ -152,19 +152,19 @@ impl Server {
             });
     }
 
-    /// Makes `tools` the catalog of a ready server, its session and freshness unchanged.
-    fn replace_catalog(&self, tools: ToolSet) {
+    /// Makes `tools` the tools of a ready server, its session and freshness unchanged.
+    fn replace_tools(&self, tools: ToolSet) {
         if let Status::Ready(ready) = self.status() {
             self.set(Status::Ready(Ready {
-                catalog: Arc::new(tools),
+                tools: Arc::new(tools),
                 ..ready
             }));
         }
     }
 
-    /// Makes `listed` the server's catalog, judged by its pins first.
-    async fn show(&self, session: SharedSession, listed: Listed) {
-        let _catalog = self.catalog.lock().await;
+    /// Makes `listed` the server's tools, judged by its pins first.
+    async fn install(&self, session: SharedSession, listed: Listed) {
+        let _replacing = self.replacing.lock().await;
         let tools = match &self.pins {
             Some(pins) => pins.judge(listed.tools, &listed.definitions).await,
             None => listed.tools,
@@ -191,7 +191,7 @@ impl Server {
     /// Whether the server is ready and holds the tool `name`.
     pub(crate) fn holds(&self, name: &str) -> bool {
         match &*self.status.read().unwrap_or_else(PoisonError::into_inner) {
-            Status::Ready(ready) => ready.catalog.held.contains_key(name),
+            Status::Ready(ready) => ready.tools.held.contains_key(name),
             _ => false,
         }
     }
@@ -199,7 +199,7 @@ impl Server {
     /// Whether the server is ready and holds any tool.
     pub(crate) fn holds_any(&self) -> bool {
         match &*self.status.read().unwrap_or_else(PoisonError::into_inner) {
-            Status::Ready(ready) => !ready.catalog.held.is_empty(),
+            Status::Ready(ready) => !ready.tools.held.is_empty(),
             _ => false,
         }
     }
@@ -226,13 +226,13 @@ impl Server {
         if !pins.stale() {
             return;
         }
-        let _catalog = self.catalog.lock().await;
+        let _replacing = self.replacing.lock().await;
         // Another use may have read it while this one waited.
         if !pins.stale() {
             return;
         }
         if let Some(tools) = pins.refresh().await {
-            self.replace_catalog(tools);
+            self.replace_tools(tools);
         }
     }
 
@@ -289,10 +289,10 @@ impl Server {
                 "the Host lends no store to keep it in, or the server's entry is refused",
             ));
         };
-        let _catalog = self.catalog.lock().await;
+        let _replacing = self.replacing.lock().await;
         let (changed, tools) = pins.set_enabled(tool, enabled).await?;
         if let Some(tools) = tools {
-            self.replace_catalog(tools);
+            self.replace_tools(tools);
         }
         Ok(changed)
     }
@@ -302,9 +302,9 @@ impl Server {
         let Some(pins) = &self.pins else {
             return Ok(Vec::new());
         };
-        let _catalog = self.catalog.lock().await;
+        let _replacing = self.replacing.lock().await;
         let (names, tools) = pins.approve(tools).await?;
-        self.replace_catalog(tools);
+        self.replace_tools(tools);
         Ok(names)
     }
 }
@@ -366,7 +366,7 @@ pub(crate) fn spawn(
             private = ?listed.hints.private,
             "server ready"
         );
-        server.show(Arc::clone(&session), listed).await;
+        server.install(Arc::clone(&session), listed).await;
         follow(&server, &session, &scrubber).await;
     };
     runtime.spawn(task.instrument(span))
@@ -388,14 +388,13 @@ fn log_listing(name: &str, listed: &Listed) {
 async fn follow(server: &Server, session: &SharedSession, scrubber: &Arc<Scrubber>) {
     let name = log_safe(&server.name).to_string();
     let relist = || async {
-        let catalog = catalog(scrubber, server.pins.is_some());
-        let listed =
-            tokio::time::timeout(START_ATTEMPT_DEADLINE, session.list_tools(catalog)).await;
+        let pages = tool_pages(scrubber, server.pins.is_some());
+        let listed = tokio::time::timeout(START_ATTEMPT_DEADLINE, session.list_tools(pages)).await;
         match listed {
             Ok(Ok(listed)) => {
                 log_listing(&name, &listed);
                 let tools = listed.tools.tools.len();
-                server.show(Arc::clone(session), listed).await;
+                server.install(Arc::clone(session), listed).await;
                 tracing::info!(server = %name, tools, "tools listed again");
                 Ok(())
             }
@@ -461,14 +460,14 @@ async fn start(
     let clients = clients.get_or_init(Clients::build).clone()?;
     let transport = Transport::new(clients, spec, Arc::clone(auth));
     let session = Session::connect(transport, runtime.clone(), telling(pack)).await?;
-    let listed = session.list_tools(catalog(pack, pinned)).await?;
+    let listed = session.list_tools(tool_pages(pack, pinned)).await?;
     Ok((Arc::new(session), listed))
 }
 
-/// An empty catalog, scrubbing with the Pack's scrubber, keeping the tools' definitions when
+/// Empty tool pages, scrubbing with the Pack's scrubber, keeping the tools' definitions when
 /// they are `pinned`.
-fn catalog(pack: &Arc<Scrubber>, pinned: bool) -> Catalog {
-    let catalog = Catalog::new(Arc::clone(pack));
+fn tool_pages(pack: &Arc<Scrubber>, pinned: bool) -> ToolPages {
+    let catalog = ToolPages::new(Arc::clone(pack));
     if pinned {
         catalog.keeping_definitions()
     } else {

@@ -10,7 +10,7 @@
 //!
 //! One concern a file, in the order server data meets them:
 //!
-//! - `catalog`: reads `tools/list` pages into typed tools, as they arrive; `listed` is one
+//! - `tool_pages`: reads `tools/list` pages into typed tools, as they arrive; `listed` is one
 //!   tool as a server lists it.
 //! - `tool_check`: accepts or drops each tool, and checks arguments and structured results
 //!   against its schemas (declaring its `x-mcp-header` parameters with the crate's
@@ -18,18 +18,18 @@
 //! - `result`: converts a `tools/call` result (or a JSON-RPC error) into text for a model.
 //! - `off_runtime`: runs the checks of a call where they cannot stall the runtime.
 
-mod catalog;
 mod expansion;
 mod listed;
 mod off_runtime;
 mod result;
 mod tool_check;
+mod tool_pages;
 
-pub(crate) use catalog::{Catalog, TooManyBytes};
 pub(crate) use listed::Hints;
 pub(crate) use off_runtime::{check_arguments, convert_result};
 pub(crate) use result::{Outcome, convert_now, rpc_error_text};
 pub(crate) use tool_check::{CheckedTool, Rejected, ToolSet};
+pub(crate) use tool_pages::{TooManyBytes, ToolPages};
 
 /// The envelope's measure of a schema's nesting, which `x-mcp-header` declarations share.
 #[cfg(test)]

@@ -108,7 +108,7 @@ pub fn jsonrpc(data: &[u8]) {
         "inputSchema": {"type": "object"},
         "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
     }]});
-    let mut catalog = envelope::Catalog::default();
+    let mut catalog = envelope::ToolPages::default();
     for page in [result, &fixed] {
         let Ok(page) = serde_json::value::to_raw_value(page) else {
             return;
@@ -144,7 +144,7 @@ pub fn jsonrpc(data: &[u8]) {
 }
 
 /// Schema checking: bytes that are JSON values in a row. The first is a `tools/list` page
-/// for `envelope::Catalog`; each later one is a model's arguments, checked against the
+/// for `envelope::ToolPages`; each later one is a model's arguments, checked against the
 /// input schema of every tool the page got accepted. Whatever the set shows a model, and
 /// every argument error, is clean.
 pub fn tools(data: &[u8]) {
@@ -207,7 +207,7 @@ pub fn result(data: &[u8]) {
 /// passes the catalog's byte cap.
 fn check_page(page: &Value) -> Option<envelope::ToolSet> {
     let page = serde_json::value::to_raw_value(page).ok()?;
-    let mut catalog = envelope::Catalog::default();
+    let mut catalog = envelope::ToolPages::default();
     catalog.add_page(&Untrusted::new(page)).ok()?;
     Some(catalog.finish())
 }

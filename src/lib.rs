@@ -37,7 +37,7 @@
 //!   `registration`, `flow`, `fetch`, the Host's store and authorizer); beside them
 //!   `challenge`, `assertion`, `dpop`, `stored`, `current`, `error`.
 //! - `sse`: the event stream of an answer, parsed without I/O, each event capped.
-//! - `envelope`: checks server data with `text`'s rules: `catalog` (reads `tools/list`
+//! - `envelope`: checks server data with `text`'s rules: `tool_pages` (reads `tools/list`
 //!   pages), `tool_check` (accepts tools and checks against their schemas; `expansion` bounds
 //!   schema work), `result` (converts results), `off_runtime` (runs checks on the blocking
 //!   pool).

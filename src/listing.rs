@@ -62,8 +62,8 @@ impl<'a> Summary<'a> {
             Status::Ready(ready) => (
                 "ready",
                 None,
-                Some(&*ready.catalog.names_json),
-                ready.catalog.held.len(),
+                Some(&*ready.tools.names_json),
+                ready.tools.held.len(),
             ),
             Status::Failed(reason) => ("error", Some(Cow::Borrowed(reason.as_str())), None, 0),
             Status::Refused(refusal) => ("error", Some(Cow::Owned(refusal.to_string())), None, 0),

@@ -38,7 +38,7 @@ pub(crate) use self::changes::Changes;
 pub(crate) use self::listen::{Broke, Declined, End};
 use self::modern::Completion;
 pub(crate) use self::outbound::{Noticed, Outbound, Report};
-use crate::envelope::{Catalog, TooManyBytes, ToolSet};
+use crate::envelope::{TooManyBytes, ToolPages, ToolSet};
 use crate::jsonrpc::{CallParams, ListParams, RpcError};
 use crate::param_headers::ParamHeaderError;
 use crate::policy::MAX_TOOL_PAGES;
@@ -142,7 +142,7 @@ impl Session {
     /// Every tool the server lists, page after page, each page checked by `catalog` before
     /// the next is asked for, so only checked tools are held; with the pages' caching hints,
     /// and each tool's definition as sent when the catalog keeps them (for its pin).
-    pub(crate) async fn list_tools(&self, mut catalog: Catalog) -> Result<Listed, SessionError> {
+    pub(crate) async fn list_tools(&self, mut catalog: ToolPages) -> Result<Listed, SessionError> {
         let mut hints = CacheHints::default();
         let mut cursors = HashSet::new();
         let mut cursor = None;

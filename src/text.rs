@@ -14,7 +14,7 @@
 //!   then cleaning, then cutting.
 //!
 //! Only the Pack's edge (the tools, the connector's states, the pins' reasons) and the log sink
-//! turn what a server said into a [`Shown`]; `envelope` checks server data (the catalog, the
+//! turn what a server said into a [`Shown`]; `envelope` checks server data (the tool pages, the
 //! tool check, the result) with these rules.
 
 pub(crate) mod chars;

@@ -197,7 +197,7 @@ impl CallContext {
                 match &status {
                     Status::Ready(ready) => Ok(listing::one_server(
                         &server.name,
-                        &ready.catalog,
+                        &ready.tools,
                         ready.session.protocol_version(),
                     )),
                     _ => Ok(listing::to_json(&Summary::new(server, &status))),
@@ -236,7 +236,7 @@ impl CallContext {
             server.recheck_before_use(server.holds_any()).await;
             match server.status() {
                 Status::Ready(ready) => {
-                    match self.indexes.of(at, &server.name, &ready.catalog).await {
+                    match self.indexes.of(at, &server.name, &ready.tools).await {
                         Some(index) => indexes.push((server, index)),
                         None => not_searched.push(server.name.as_str()),
                     }
@@ -580,7 +580,7 @@ fn ready_tool(
         }
     };
     let visible = seen.tool(server, tool_name);
-    if let Some(held) = ready.catalog.held.get(tool_name).filter(|_| visible) {
+    if let Some(held) = ready.tools.held.get(tool_name).filter(|_| visible) {
         let typed = quoted(tool_name, scrubber);
         return Err(error(
             ToolError::Invalid,
@@ -593,9 +593,9 @@ fn ready_tool(
             ],
         ));
     }
-    let tool = ready.catalog.tools.get(tool_name).filter(|_| visible);
+    let tool = ready.tools.tools.get(tool_name).filter(|_| visible);
     let tool = tool.cloned().ok_or_else(|| {
-        let tools = ready.catalog.tools.keys().map(String::as_str);
+        let tools = ready.tools.tools.keys().map(String::as_str);
         let known: Vec<&str> = tools.filter(|t| seen.tool(server, t)).collect();
         let (typed, known) = (quoted(tool_name, scrubber), shown_names(&known, scrubber));
         let suggested = did_you_mean(tool_name, &known);

@@ -28,7 +28,7 @@ impl Seen<'_> {
         self.0.is_none_or(|view| view.tool(&server.name, tool))
     }
 
-    /// `server`'s status as the caller sees it: a ready server's catalog without the tools
+    /// `server`'s status as the caller sees it: a ready server's tools without the tools
     /// the caller may not see, whether accepted, held or rejected.
     pub(crate) fn status(self, server: &Server) -> Status {
         let status = server.status();
@@ -36,14 +36,14 @@ impl Seen<'_> {
             return status;
         };
         let mut ready = ready.clone();
-        ready.catalog = Arc::new(self.catalog(server, &ready.catalog));
+        ready.tools = Arc::new(self.visible(server, &ready.tools));
         Status::Ready(ready)
     }
 
     /// The part of `set` the caller may see. The dropped tools past those kept by name are
     /// only counted in `set`; with no names to ask the view about they are not counted here,
     /// since a count would tell of tools the caller may not know.
-    fn catalog(self, server: &Server, set: &ToolSet) -> ToolSet {
+    fn visible(self, server: &Server, set: &ToolSet) -> ToolSet {
         let shows = |name: &str| self.tool(server, name);
         let tools = set.tools.iter().filter(|(name, _)| shows(name));
         let held = set.held.iter().filter(|(name, _)| shows(name));

@@ -27,9 +27,9 @@ pub(super) fn checked(tools: Vec<Value>) -> ToolSet {
     check_pages(vec![json!({ "tools": tools })])
 }
 
-/// Every page through a [`Catalog`], as a server's pages arrive.
+/// Every page through a [`ToolPages`], as a server's pages arrive.
 pub(super) fn check_pages(pages: Vec<Value>) -> ToolSet {
-    let mut catalog = Catalog::default();
+    let mut catalog = ToolPages::default();
     for page in pages {
         let page = serde_json::value::to_raw_value(&page).expect("JSON");
         catalog

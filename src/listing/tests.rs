@@ -3,12 +3,12 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::envelope::Catalog;
+use crate::envelope::ToolPages;
 use crate::text::Untrusted;
 
 fn tool_set(tools: &[Value]) -> ToolSet {
     let page = serde_json::value::to_raw_value(&json!({ "tools": tools })).expect("JSON");
-    let mut catalog = Catalog::default();
+    let mut catalog = ToolPages::default();
     catalog.add_page(&Untrusted::new(page)).expect("within");
     catalog.finish()
 }

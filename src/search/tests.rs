@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::envelope::{Catalog, Rejected};
+use crate::envelope::{Rejected, ToolPages};
 use crate::text::{Scrubber, Untrusted};
 
 /// The tools as a server would list them, through the envelope.
 fn tool_set(tools: &[Value]) -> ToolSet {
     let page = serde_json::value::to_raw_value(&json!({ "tools": tools })).expect("JSON");
-    let mut catalog = Catalog::default();
+    let mut catalog = ToolPages::default();
     catalog.add_page(&Untrusted::new(page)).expect("within");
     catalog.finish()
 }

@@ -27,7 +27,7 @@ fn page_of(bytes: usize, cursor: &str) -> Untrusted<Box<RawValue>> {
 }
 
 fn checked(pages: &[Untrusted<Box<RawValue>>]) -> ToolSet {
-    let mut catalog = Catalog::default();
+    let mut catalog = ToolPages::default();
     for page in pages {
         catalog.add_page(page).expect("within the cap");
     }
@@ -45,7 +45,7 @@ fn reasons(set: &ToolSet) -> Vec<(&str, &str)> {
 fn pages_together_may_reach_the_byte_cap_and_not_pass_it() {
     let half = MAX_TOOLS_LIST_BYTES / 2;
     let rest = MAX_TOOLS_LIST_BYTES - half;
-    let mut catalog = Catalog::default();
+    let mut catalog = ToolPages::default();
     assert_eq!(
         catalog.add_page(&page_of(half, "c")),
         Ok(Some("c".to_owned()))
@@ -53,7 +53,7 @@ fn pages_together_may_reach_the_byte_cap_and_not_pass_it() {
     assert_eq!(catalog.add_page(&page_of(rest, "")), Ok(None));
     assert_eq!(catalog.finish().tools.len(), 1);
 
-    let mut catalog = Catalog::default();
+    let mut catalog = ToolPages::default();
     assert_eq!(
         catalog.add_page(&page_of(half, "c")),
         Ok(Some("c".to_owned()))
@@ -131,7 +131,7 @@ fn fields_of_another_type_count_as_absent_and_a_field_given_twice_drops_the_tool
 
 #[test]
 fn a_page_without_a_tools_array_is_reported_and_its_cursor_still_read() {
-    let mut catalog = Catalog::default();
+    let mut catalog = ToolPages::default();
     let next = catalog.add_page(&page(&json!({"tools": {}, "nextCursor": "c2"})));
     assert_eq!(next, Ok(Some("c2".to_owned())));
     assert_eq!(catalog.add_page(&page(&json!([1, 2]))), Ok(None));

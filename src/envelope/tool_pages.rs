@@ -35,7 +35,7 @@ impl fmt::Display for TooManyBytes {
 
 /// The tools of one server so far, page after page.
 #[derive(Debug, Default)]
-pub(crate) struct Catalog {
+pub(crate) struct ToolPages {
     /// Scrubs what the tools show of the server's text, before it is cleaned and cut.
     scrubber: Arc<Scrubber>,
     tools: BTreeMap<String, Arc<CheckedTool>>,
@@ -48,7 +48,7 @@ pub(crate) struct Catalog {
     definitions: Option<BTreeMap<String, String>>,
 }
 
-impl Catalog {
+impl ToolPages {
     pub(crate) fn new(scrubber: Arc<Scrubber>) -> Self {
         Self {
             scrubber,
@@ -57,13 +57,13 @@ impl Catalog {
     }
 
     /// Keeps each accepted tool's definition as the server sent it, for
-    /// [`Catalog::take_definitions`]: what its pin is computed from.
+    /// [`ToolPages::take_definitions`]: what its pin is computed from.
     pub(crate) fn keeping_definitions(mut self) -> Self {
         self.definitions = Some(BTreeMap::new());
         self
     }
 
-    /// The definitions kept (see [`Catalog::keeping_definitions`]), by tool name.
+    /// The definitions kept (see [`ToolPages::keeping_definitions`]), by tool name.
     pub(crate) fn take_definitions(&mut self) -> BTreeMap<String, String> {
         self.definitions.take().unwrap_or_default()
     }
@@ -163,7 +163,7 @@ struct Page<'a> {
 }
 
 /// Reads a `tools` array one tool at a time, checking each before the next is read.
-struct EachTool<'c>(&'c mut Catalog);
+struct EachTool<'c>(&'c mut ToolPages);
 
 impl<'de> Visitor<'de> for EachTool<'_> {
     type Value = ();
