@@ -4,24 +4,22 @@
 //! never replaced, unlike the record file itself, whose atomic rename would leave a lock on
 //! the old inode. The system releases the lock when the process ends, however it ends.
 //!
-//! A wait for another process's lock is bounded ([`LOCK_WAIT`]): the lock is tried again every
-//! [`LOCK_POLL`] until it is free or the wait runs out, on the caller's own thread, so a wait
-//! that gave up leaves nothing behind still waiting. A lock file another user owns is refused,
-//! as the record file would be: they could hold it for ever.
+//! A wait for another process's lock is bounded ([`LOCK_WAIT`]): the lock is taken on a
+//! thread of its own, which gives up the lock at once if it gets it after the wait ran out.
+//! A blocking lock rather than a loop of tries keeps the waiter in the kernel's queue (fair to
+//! it, and seen in `/proc/locks`, which the test of two refreshes at once waits on). A lock file
+//! another user owns is refused, as the record file would be: they could hold it for ever.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use crate::file_owner::{self, DIR_MODE, FILE_MODE};
 
 /// The longest a process waits for another's lock (its refresh) to end.
 pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(30);
-
-/// How often a waiting process tries the lock again: a refresh holds it for about a round
-/// trip to the authorization server, so this adds little to a wait and costs nothing.
-const LOCK_POLL: Duration = Duration::from_millis(20);
 
 /// The lock file of the record file at `path`: `credentials.json.lock`.
 pub(crate) fn lock_path(path: &Path) -> PathBuf {
@@ -60,21 +58,24 @@ pub(crate) fn lock(path: &Path, wait: Duration) -> Result<File, String> {
             file_owner::running_user()
         ));
     }
-    let deadline = Instant::now() + wait;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(TryLockError::WouldBlock) => {}
-            Err(TryLockError::Error(e)) => return Err(format!("cannot lock {shown}: {e}")),
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(format!(
-                "{shown} was held by another runvil for longer than {} s",
-                wait.as_secs()
-            ));
-        }
-        std::thread::sleep(left.min(LOCK_POLL));
+    match file.try_lock() {
+        Ok(()) => return Ok(file),
+        Err(TryLockError::WouldBlock) => {}
+        Err(TryLockError::Error(e)) => return Err(format!("cannot lock {shown}: {e}")),
+    }
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let locked = file.lock().map(|()| file);
+        // After the wait ran out nobody receives it: the file is dropped, and the lock with it.
+        let _ = sender.send(locked);
+    });
+    match receiver.recv_timeout(wait) {
+        Ok(Ok(file)) => Ok(file),
+        Ok(Err(e)) => Err(format!("cannot lock {shown}: {e}")),
+        Err(_) => Err(format!(
+            "{shown} was held by another runvil for longer than {} s",
+            wait.as_secs()
+        )),
     }
 }
 
