@@ -14,7 +14,7 @@ use crate::envelope::{self, Outcome};
 use crate::policy;
 use crate::secret::Secret;
 use crate::sse;
-use crate::text::{Scrubber, Untrusted};
+use crate::text::{self, Scrubber, Untrusted};
 
 /// The value of every variable the fake environment sets, and its home directory: text that
 /// no refusal and no Debug may show unless the input itself holds it.
