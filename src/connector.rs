@@ -402,7 +402,11 @@ async fn follow(server: &Server, session: &SharedSession, scrubber: &Arc<Scrubbe
             Err(_) => Err(text::show(scrubber, &deadline_passed(), MAX_ERROR_CHARS)),
         }
     };
-    let relisting = relist_on_notices(session.changes(), relist, |reason: Shown| {
+    // The listing the server became ready with counts as the last: a notice right after it
+    // (a call past a freshness of zero, a change at start) waits out the interval, as after any
+    // re-list, instead of listing again at once.
+    let listed = Instant::now();
+    let relisting = relist_on_notices(session.changes(), listed, relist, |reason: Shown| {
         // The server keeps the tools it had; the re-list is tried again after a while.
         tracing::warn!(server = %name, reason = %reason.line(), "the tools could not be listed again");
     });
@@ -410,24 +414,24 @@ async fn follow(server: &Server, session: &SharedSession, scrubber: &Arc<Scrubbe
 }
 
 /// Runs `relist` on each notice `changes` takes, for ever: one at a time, at least
-/// [`RELIST_MIN_INTERVAL`] apart, the notices taken meanwhile making one more; a failure is
-/// reported and tried again after [`retry_delay`] of the failures in a row.
+/// [`RELIST_MIN_INTERVAL`] apart and after the last listing (`listed`), the notices taken
+/// meanwhile making one more; a failure is reported and tried again after [`retry_delay`] of
+/// the failures in a row.
 async fn relist_on_notices<R, F, Fut>(
     changes: &Changes,
+    listed: Instant,
     mut relist: F,
     mut on_failure: impl FnMut(R),
 ) where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<(), R>>,
 {
-    let mut last: Option<Instant> = None;
+    let mut last = listed;
     let mut failures = 0u32;
     loop {
         changes.next().await;
-        if let Some(last) = last {
-            tokio::time::sleep_until(last + RELIST_MIN_INTERVAL).await;
-        }
-        last = Some(Instant::now());
+        tokio::time::sleep_until(last + RELIST_MIN_INTERVAL).await;
+        last = Instant::now();
         match relist().await {
             Ok(()) => failures = 0,
             Err(reason) => {
@@ -592,11 +596,13 @@ mod tests {
     /// When each re-list started, since the test did, in milliseconds.
     type Starts = Arc<Mutex<Vec<u128>>>;
 
-    /// Re-lists on `changes`' notices in the background, each taking `takes` and failing
-    /// while `fails` says so of the how-manieth it is; when each started after `started`.
+    /// Re-lists on `changes`' notices in the background, the last listing at `listed`, each
+    /// taking `takes` and failing while `fails` says so of the how-manieth it is; when each
+    /// started after `started`.
     fn relisting(
         changes: &Arc<Changes>,
         started: Instant,
+        listed: Instant,
         takes: Duration,
         fails: impl Fn(usize) -> bool + Send + Sync + 'static,
     ) -> Starts {
@@ -615,9 +621,24 @@ mod tests {
                     if fail { Err(()) } else { Ok(()) }
                 }
             };
-            relist_on_notices(&changes, relist, |()| {}).await;
+            relist_on_notices(&changes, listed, relist, |()| {}).await;
         });
         starts
+    }
+
+    /// A listing the interval before `started`: a re-list may start at once.
+    fn long_ago(started: Instant) -> Instant {
+        started.checked_sub(RELIST_MIN_INTERVAL).unwrap_or(started)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_notice_right_after_the_start_s_listing_waits_out_the_interval() {
+        let (changes, started) = (Arc::new(Changes::default()), Instant::now());
+        let starts = relisting(&changes, started, started, Duration::ZERO, |_| false);
+        changes.notice();
+        at(started, 10_000).await;
+        let interval = RELIST_MIN_INTERVAL.as_millis();
+        assert_eq!(*starts.lock().expect("log"), [interval]);
     }
 
     async fn at(started: Instant, ms: u64) {
@@ -627,7 +648,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn notices_are_coalesced_and_relists_kept_the_interval_apart() {
         let (changes, started) = (Arc::new(Changes::default()), Instant::now());
-        let starts = relisting(&changes, started, Duration::from_millis(100), |_| false);
+        let starts = relisting(
+            &changes,
+            started,
+            long_ago(started),
+            Duration::from_millis(100),
+            |_| false,
+        );
         // A flood at once: one re-list now, one more (all that came meanwhile) after the
         // interval.
         for _ in 0..1000 {
@@ -651,7 +678,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_failed_relist_is_tried_again_after_the_backoff() {
         let (changes, started) = (Arc::new(Changes::default()), Instant::now());
-        let starts = relisting(&changes, started, Duration::ZERO, |n| n <= 3);
+        let starts = relisting(&changes, started, long_ago(started), Duration::ZERO, |n| {
+            n <= 3
+        });
         changes.notice();
         at(started, 60_000).await;
         // Failures at 0, 2 s, 4 s (the interval, longer than the 1 s and 2 s backoffs), then
