@@ -323,9 +323,10 @@ policy! {
     /// marker. Server data in either (a key, a pattern) passes the same cleaning as results.
     const MAX_VIOLATION_CHARS: usize = 1024 => plain;
 
-    /// The least time between two re-lists of one server's tools: change notices are coalesced (one
-    /// re-list at a time, at most one more waiting), and a server that floods them gets one re-list
-    /// this often, bounding the work it can make the Pack do.
+    /// The least time between two listings of one server's tools (the first re-list counts from
+    /// the listing the server became ready with): change notices are coalesced (one re-list at a
+    /// time, at most one more waiting), and a server that floods them gets one re-list this often,
+    /// bounding the work it can make the Pack do.
     const RELIST_MIN_INTERVAL: Duration = Duration::from_secs(2) => secs;
 
     /// The largest approved tool definition a server's pin record keeps, to show what changed later
