@@ -92,9 +92,12 @@ impl Gateway {
             .args(["serve", "--http", "127.0.0.1:0", "--config"])
             .arg(&config)
             .args(["--auth-issuer", issuer.idp.issuer(), "--resource", RESOURCE])
-            .args(["--audit", &path("audit.jsonl")])
             .args(["--rate", UNBOUNDED, "--burst", UNBOUNDED])
             .args(["--max-requests", UNBOUNDED, "--max-streams", UNBOUNDED]);
+        // With --store the audit lines are rows of the store, and runvil refuses --audit.
+        if !extra.iter().any(|flag| flag == "--store") {
+            command.args(["--audit", &path("audit.jsonl")]);
+        }
         if !extra.iter().any(|flag| flag == "--session-key-file") {
             command.args(["--session-key-file", &path("session.key")]);
         }
