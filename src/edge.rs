@@ -14,42 +14,67 @@ use crate::policy::{
     MAX_STATUS_MESSAGE_CHARS, MAX_TOOL_PAGES, MODERN_PROTOCOL_VERSIONS,
 };
 use crate::session::{Broke, Broken, Declined, End, Noticed, SessionError, Trouble};
-use crate::text::{Render, Scrubber, Shown, show, show_escaped};
+use crate::text::{Piece, Render, Scrubber, Shown, show, show_escaped};
 use crate::transport::TransportError;
 
 impl Render for TransportError {
     fn render(&self, scrubber: &Scrubber) -> Shown {
-        let text = match self {
-            Self::Send(e) => format!("could not reach the server: {}", e.render(scrubber)),
-            Self::Body(e) => format!("the answer broke off: {}", e.render(scrubber)),
-            Self::Redirect(status) => format!(
-                "the server answered HTTP {status} (a redirect); redirects are refused so \
-                 configured headers reach only the configured server: configure the final URL"
-            ),
+        let composed =
+            |pieces: &[Piece<'_>]| Shown::concat(pieces.iter().copied(), MAX_ERROR_CHARS);
+        match self {
+            Self::Send(e) => composed(&[
+                "could not reach the server: ".into(),
+                (&e.render(scrubber)).into(),
+            ]),
+            Self::Body(e) => composed(&[
+                "the answer broke off: ".into(),
+                (&e.render(scrubber)).into(),
+            ]),
+            Self::Redirect(status) => composed(&[
+                "the server answered HTTP ".into(),
+                u64::from(*status).into(),
+                " (a redirect); redirects are refused so configured headers reach only the \
+                 configured server: configure the final URL"
+                    .into(),
+            ]),
             Self::Status { status, said } => {
-                let reason = StatusCode::from_u16(*status)
-                    .ok()
-                    .and_then(|s| s.canonical_reason())
-                    .unwrap_or("");
-                match said {
-                    None => format!("the server answered HTTP {status} {reason}"),
-                    Some(said) => format!(
-                        "the server answered HTTP {status} {reason}: {}",
-                        said.show(scrubber, MAX_STATUS_MESSAGE_CHARS)
-                    ),
+                let said = said
+                    .as_ref()
+                    .map(|s| s.show(scrubber, MAX_STATUS_MESSAGE_CHARS));
+                let mut pieces = vec![
+                    "the server answered HTTP ".into(),
+                    u64::from(*status).into(),
+                    " ".into(),
+                    canonical_reason(*status).into(),
+                ];
+                if let Some(said) = &said {
+                    pieces.extend([Piece::Ours(": "), Piece::Shown(said)]);
                 }
+                composed(&pieces)
             }
-            Self::TooLarge { limit } => format!("the answer is larger than {limit} bytes"),
-            Self::ContentType(kind) => format!(
-                "the answer's content type is {}, not application/json or text/event-stream",
-                show_escaped(scrubber, kind.peek(), MAX_ERROR_CHARS)
-            ),
-            Self::Sse(e) => e.to_string(),
-            Self::Protocol(e) => (*e).to_owned(),
-            Self::Auth(e) => return e.render(scrubber),
-        };
-        show(scrubber, &text, MAX_ERROR_CHARS)
+            Self::TooLarge { limit } => composed(&[
+                "the answer is larger than ".into(),
+                (*limit).into(),
+                " bytes".into(),
+            ]),
+            Self::ContentType(kind) => composed(&[
+                "the answer's content type is ".into(),
+                (&show_escaped(scrubber, kind.peek(), MAX_ERROR_CHARS)).into(),
+                ", not application/json or text/event-stream".into(),
+            ]),
+            Self::Sse(e) => show(scrubber, &e.to_string(), MAX_ERROR_CHARS),
+            Self::Protocol(e) => Shown::ours(e),
+            Self::Auth(e) => e.render(scrubber),
+        }
     }
+}
+
+/// HTTP's name for `status`, or nothing for a code it does not name.
+fn canonical_reason(status: u16) -> &'static str {
+    StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
 }
 
 impl Render for SessionError {

@@ -15,7 +15,7 @@ use reqwest::header::{HeaderMap, HeaderName};
 use reqwest::{Client, ClientBuilder, RequestBuilder, Response};
 
 use crate::policy::{CONNECT_TIMEOUT, MAX_ERROR_CHARS, MAX_OAUTH_QUOTED_CHARS, redirect_policy};
-use crate::text::{Scrubber, Untrusted};
+use crate::text::{Piece, Scrubber, Shown, Untrusted, show};
 
 /// `DPoP-Nonce` (RFC 9449): what a server or an authorization server asks the next proofs to
 /// carry.
@@ -181,27 +181,45 @@ impl Failure {
 
     /// What failed, then its causes after a colon, within [`MAX_ERROR_CHARS`], then the
     /// cause the Pack recognised in them, in its words.
-    pub(crate) fn render(&self, scrubber: &Scrubber) -> String {
-        let mut text = match &self.said {
-            None => self.words.clone().into_owned(),
-            Some(said) => format!("{}: {}", self.words, said.show(scrubber, MAX_ERROR_CHARS)),
-        };
-        if let Some(cause) = self.cause {
-            text.push(' ');
-            text.push_str(cause.words());
+    pub(crate) fn render(&self, scrubber: &Scrubber) -> Shown {
+        let words = self.words(scrubber);
+        let said = self
+            .said
+            .as_ref()
+            .map(|s| s.show(scrubber, MAX_ERROR_CHARS));
+        let mut pieces = vec![Piece::Shown(&words)];
+        if let Some(said) = &said {
+            pieces.extend([Piece::Ours(": "), Piece::Shown(said)]);
         }
-        text
+        if let Some(cause) = self.cause {
+            pieces.extend([Piece::Ours(" "), Piece::Ours(cause.words())]);
+        }
+        Shown::concat(pieces, MAX_ERROR_CHARS)
     }
 
     /// What failed, then what the party said quoted in parentheses, within
     /// [`MAX_OAUTH_QUOTED_CHARS`].
-    pub(crate) fn render_quoted(&self, scrubber: &Scrubber) -> String {
-        match &self.said {
-            None => self.words.clone().into_owned(),
-            Some(said) => {
-                let said = said.show(scrubber, MAX_OAUTH_QUOTED_CHARS);
-                format!("{} ({said})", self.words)
-            }
+    pub(crate) fn render_quoted(&self, scrubber: &Scrubber) -> Shown {
+        let words = self.words(scrubber);
+        let Some(said) = &self.said else {
+            return words;
+        };
+        let said = said.show(scrubber, MAX_OAUTH_QUOTED_CHARS);
+        let pieces = [
+            Piece::Shown(&words),
+            Piece::Ours(" ("),
+            Piece::Shown(&said),
+            Piece::Ours(")"),
+        ];
+        Shown::concat(pieces, MAX_ERROR_CHARS)
+    }
+
+    /// The Pack's words: as written in its source, or, composed at run time (where they may
+    /// hold a URL or an issuer a server named), shown like any such text.
+    fn words(&self, scrubber: &Scrubber) -> Shown {
+        match &self.words {
+            Cow::Borrowed(words) => Shown::ours(words),
+            Cow::Owned(words) => show(scrubber, words, MAX_ERROR_CHARS),
         }
     }
 }

@@ -592,7 +592,7 @@ impl Pins {
         for (name, now) in &state.held {
             tools.remove(name);
             let reason = self.reason(now.why, &state.record);
-            reasons.insert(name.clone(), Rejected::held(&self.scrubber, name, reason));
+            reasons.insert(name.clone(), Rejected::shown(&self.scrubber, name, reason));
         }
         // Nor is one the envelope dropped listed under `rejected` (a valid name is shown as
         // it is).

@@ -86,6 +86,7 @@ mod tests {
     use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED, KeyPair, UnparsedPublicKey};
 
     use super::*;
+    use crate::text::Scrubber;
 
     fn pem_of_new_key() -> (Secret, Vec<u8>) {
         let rng = SystemRandom::new();
@@ -140,7 +141,8 @@ mod tests {
         ] {
             let error = sign(&Secret::new(bad.to_owned()), "c", "a")
                 .expect_err("refused")
-                .to_string();
+                .render(&Scrubber::default())
+                .into_string();
             assert!(error.contains("oauth.privateKey is not"), "{error}");
             assert!(
                 !error.contains("c2VjcmV0") && !error.contains("!!!"),

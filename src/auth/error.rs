@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use crate::http::Failure;
 use crate::policy::MAX_ERROR_CHARS;
-use crate::text::{Scrubber, Shown, show};
+use crate::text::{Piece, Scrubber, Shown, show};
 
 /// Why a server could not be authorized.
 #[derive(Debug, Clone)]
@@ -53,31 +53,30 @@ impl AuthError {
 
     /// The error as it may be shown, the party's words scrubbed by `scrubber`.
     pub(crate) fn render(&self, scrubber: &Scrubber) -> Shown {
-        let text = match self {
-            Self::Required { hint, why: None } => {
-                format!("the server requires authorization: {hint}")
-            }
-            Self::Required {
-                hint,
-                why: Some(why),
-            } => format!("the server requires authorization: {why}; {hint}"),
-            Self::Unreachable(failure) => format!(
-                "authorization failed: could not reach the authorization server: {}",
-                failure.render(scrubber)
+        let (lead, why, detail): (_, _, Shown) = match self {
+            // The Host's hint is the Host's words, shown as any text composed at run time.
+            Self::Required { hint, why } => (
+                "the server requires authorization: ",
+                *why,
+                show(scrubber, hint, MAX_ERROR_CHARS),
             ),
-            Self::Refused(reason) => {
-                format!("authorization failed: {}", reason.render_quoted(scrubber))
-            }
+            Self::Unreachable(failure) => (
+                "authorization failed: could not reach the authorization server: ",
+                None,
+                failure.render(scrubber),
+            ),
+            Self::Refused(reason) => (
+                "authorization failed: ",
+                None,
+                reason.render_quoted(scrubber),
+            ),
         };
-        show(scrubber, &text, MAX_ERROR_CHARS)
-    }
-}
-
-/// For tests: the error as a Host would see it from a Pack without secrets.
-#[cfg(test)]
-impl std::fmt::Display for AuthError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.render(&Scrubber::default()).as_str())
+        let mut pieces = vec![Piece::Ours(lead)];
+        if let Some(why) = why {
+            pieces.extend([Piece::Ours(why), Piece::Ours("; ")]);
+        }
+        pieces.push(Piece::Shown(&detail));
+        Shown::concat(pieces, MAX_ERROR_CHARS)
     }
 }
 

@@ -160,6 +160,7 @@ fn unanswered_error(unanswered: Unanswered) -> AuthError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::Scrubber;
 
     #[test]
     fn urls_must_be_https_or_loopback_http_without_userinfo_or_fragment() {
@@ -180,7 +181,10 @@ mod tests {
             ("not a url", "is not a URL"),
             ("http://10.0.0.1/", "not an https URL"),
         ] {
-            let error = checked_url(bad, "the endpoint").expect_err(bad).to_string();
+            let error = checked_url(bad, "the endpoint")
+                .expect_err(bad)
+                .render(&Scrubber::default())
+                .into_string();
             assert!(error.contains(why), "{bad}: {error}");
             assert!(!error.contains(bad), "the URL is the party's: {error}");
         }

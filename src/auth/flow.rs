@@ -455,7 +455,7 @@ mod tests {
         let outcome = |metadata: &ServerMetadata, params: &[(String, String)]| {
             code(&pending, metadata, params)
                 .map(|code| code.expose().to_owned())
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.render(&Scrubber::default()).into_string())
         };
         let ok = answer(&pending, &[("iss", "https://as.example"), ("code", "c1")]);
         assert_eq!(outcome(&strict, &ok).as_deref(), Ok("c1"));
@@ -502,7 +502,8 @@ mod tests {
         );
         let error = code(&pending, &metadata, &params)
             .expect_err("refused")
-            .to_string();
+            .render(&Scrubber::default())
+            .into_string();
         assert!(
             error.starts_with(
                 "authorization failed: the authorization was not granted (access_denied: denied"
@@ -517,7 +518,8 @@ mod tests {
         );
         let error = code(&pending, &metadata, &mixed_up)
             .expect_err("refused")
-            .to_string();
+            .render(&Scrubber::default())
+            .into_string();
         assert!(error.contains("another issuer"), "{error}");
     }
 }

@@ -181,8 +181,14 @@ pub(super) fn check_tool(
     // A tool whose header declarations are invalid is left out, as the 2026-07-28 transport
     // requires, whatever revision its server speaks: the same tool must not be callable on
     // one server and refused on another.
-    let param_headers = ParamHeaders::declare(&input_schema)
-        .map_err(|why| reject(&name, &format!("inputSchema {}", why.render(scrubber))))?;
+    let param_headers = ParamHeaders::declare(&input_schema).map_err(|why| {
+        let why = why.render(scrubber);
+        let reason = Shown::concat(
+            [Piece::Ours("inputSchema "), Piece::Shown(&why)],
+            MAX_ERROR_CHARS,
+        );
+        Rejected::shown(scrubber, &name, reason)
+    })?;
     Ok(CheckedTool {
         shown_schema: clean_value(&input_schema),
         shown_output_schema: output_schema.as_ref().map(clean_value),
@@ -274,8 +280,9 @@ impl Rejected {
         }
     }
 
-    /// A tool held until the user approves it, for `reason`, shown already.
-    pub(crate) fn held(scrubber: &Scrubber, name: &str, reason: Shown) -> Self {
+    /// A tool not shown as callable, or held until the user approves it, for `reason`, shown
+    /// already.
+    pub(crate) fn shown(scrubber: &Scrubber, name: &str, reason: Shown) -> Self {
         Self {
             name: show_escaped(scrubber, name, MAX_TOOL_NAME_CHARS),
             reason,
