@@ -602,19 +602,7 @@ fn an_audit_file_others_may_read_is_refused_at_start() {
     let dir = Temp::dir();
     let audit = dir.write("audit.jsonl", "");
     std::fs::set_permissions(&audit, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let config = config_of(&[]);
-    let key = key_path();
-    let out = runvil(&[
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--config",
-        config.arg(),
-        "--session-key-file",
-        key.to_str().expect("UTF-8"),
-        "--audit",
-        audit.to_str().expect("UTF-8"),
-    ]);
+    let out = serve_with_file("--audit", &audit);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
@@ -634,25 +622,10 @@ fn a_keys_or_policy_file_others_may_change_is_refused_at_start() {
     let dir = Temp::dir();
     let keys = dir.write("api-keys", "");
     let policy = dir.write("policy.json", POLICY);
-    let config = config_of(&[]);
-    let key = key_path();
-    let serve = |flag: &str, file: &Path| {
-        runvil(&[
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--config",
-            config.arg(),
-            "--session-key-file",
-            key.to_str().expect("UTF-8"),
-            flag,
-            file.to_str().expect("UTF-8"),
-        ])
-    };
     for (flag, file) in [("--api-keys", &keys), ("--policy", &policy)] {
         for bits in [0o620, 0o602] {
             std::fs::set_permissions(file, std::fs::Permissions::from_mode(bits)).expect("chmod");
-            let out = serve(flag, file);
+            let out = serve_with_file(flag, file);
             assert_eq!(out.status.code(), Some(1), "{flag} {bits:o}");
             assert_eq!(
                 text(&out.stderr),
@@ -664,6 +637,24 @@ fn a_keys_or_policy_file_others_may_change_is_refused_at_start() {
             );
         }
     }
+}
+
+/// `runvil serve --http` on loopback with no servers, given `file` for `flag`: for the checks
+/// a gateway makes of its files before it starts.
+fn serve_with_file(flag: &str, file: &Path) -> std::process::Output {
+    let config = config_of(&[]);
+    let key = key_path();
+    runvil(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--config",
+        config.arg(),
+        "--session-key-file",
+        key.to_str().expect("UTF-8"),
+        flag,
+        file.to_str().expect("UTF-8"),
+    ])
 }
 
 /// RFC 8785's form of a JSON value, as the gateway hashes arguments: here only objects of
