@@ -1,5 +1,5 @@
 //! One tool as a server lists it: the fields the Pack reads, each kept only when it has the
-//! expected type, the rest skipped unread. `catalog` reads them, `tool_check` judges them.
+//! expected type, the rest skipped unread. `tool_pages` reads them, `tool_check` judges them.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,7 +1,8 @@
 //! Who may change a file of runvil's: the owner and permission rules that its record files,
-//! their lock files, its key files, the gateway's settings and audit files are all held to, as
-//! ssh's `StrictModes` holds a key. One module, so no file of runvil's drifts from the others
-//! on who may read or change it.
+//! their lock files, the gateway's settings and audit files are held to, as ssh's
+//! `StrictModes` holds a key, and the permissions its key files are made with. One module, so
+//! no file of runvil's drifts from the others on who may read or change it. (A key file is
+//! stricter on its owner: only the user running runvil may own it, not root as well.)
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

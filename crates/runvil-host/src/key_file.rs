@@ -16,13 +16,10 @@ use std::path::Path;
 
 use zeroize::Zeroizing;
 
-use crate::file_owner::{self, DIR_MODE, FILE_MODE};
+use crate::file_owner::{self, DIR_MODE, FILE_MODE, OTHERS};
 
 /// The key's length in bytes.
 pub(crate) const KEY_BYTES: usize = 32;
-
-/// The permission bits that let another user at the file.
-const OTHERS: u32 = 0o077;
 
 /// The key in the file at `path`, created when missing. `flag` names the setting in errors
 /// (`--store-key-file`).

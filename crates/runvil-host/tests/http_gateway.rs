@@ -16,7 +16,9 @@ use shared_mcp_fixture::canaries::CANARY;
 use shared_mcp_fixture::hostile::{self, Hostile};
 use shared_mcp_fixture::idp::{IdentityProvider, RS256_KID, now};
 use shared_mcp_fixture::{Fixture, ToolSet};
-use support::gateway::{Gateway, Http, config_of, key_path, messages, result_text, tool_call};
+use support::gateway::{
+    Gateway, Http, config_of, key_path, messages, result_text, serve_args, tool_call,
+};
 use support::{Temp, runvil, text};
 
 /// The gateway's public URL: the audience of its tokens.
@@ -615,8 +617,7 @@ fn an_audit_file_others_may_read_is_refused_at_start() {
 }
 
 /// The files that say who gets in and what each may use are refused at start when other users
-/// may change them (others may read them: the keys file holds only hashes), and used when
-/// only their owner may.
+/// may change them (others may read them: the keys file holds only hashes).
 #[test]
 fn a_keys_or_policy_file_others_may_change_is_refused_at_start() {
     let dir = Temp::dir();
@@ -642,19 +643,9 @@ fn a_keys_or_policy_file_others_may_change_is_refused_at_start() {
 /// `runvil serve --http` on loopback with no servers, given `file` for `flag`: for the checks
 /// a gateway makes of its files before it starts.
 fn serve_with_file(flag: &str, file: &Path) -> std::process::Output {
-    let config = config_of(&[]);
-    let key = key_path();
-    runvil(&[
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--config",
-        config.arg(),
-        "--session-key-file",
-        key.to_str().expect("UTF-8"),
-        flag,
-        file.to_str().expect("UTF-8"),
-    ])
+    let (config, key) = (config_of(&[]), key_path());
+    let file = file.to_str().expect("UTF-8");
+    runvil(&serve_args(config.path(), &key, &[flag, file]))
 }
 
 /// RFC 8785's form of a JSON value, as the gateway hashes arguments: here only objects of

@@ -192,7 +192,8 @@ impl Drop for Gateway {
     }
 }
 
-fn serve_args<'a>(config: &'a Path, key: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
+/// The arguments of `runvil serve --http` on loopback with `config` and `key`, then `args`.
+pub(crate) fn serve_args<'a>(config: &'a Path, key: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
     let mut all = vec![
         "serve",
         "--http",

@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 use super::{AuditError, AuditLine, AuditSink};
-use crate::file_owner;
+use crate::file_owner::{self, DIR_MODE, FILE_MODE, OTHERS};
 use crate::gateway::GatewayError;
 
 /// The size at which the file is rotated: a few hundred thousand lines.
@@ -38,12 +38,6 @@ pub(crate) const AUDIT_FILES_KEPT: u32 = 4;
 /// The lines that may wait for the writer: seconds of a busy gateway's calls, a few MiB at
 /// most. Past it a call is refused rather than served unrecorded.
 pub(crate) const AUDIT_QUEUE_LINES: usize = 4096;
-
-/// The file's permissions, and its folder's when runvil makes it.
-const FILE_MODE: u32 = 0o600;
-const DIR_MODE: u32 = 0o700;
-/// The permission bits that let another user at the file.
-const OTHERS: u32 = 0o077;
 
 /// The audit file, written by its own thread.
 pub(crate) struct FileSink {
