@@ -1,9 +1,10 @@
 //! The Pack's edge, where what the layers below hand up typed becomes text: a transport's or
 //! a session's error, a session's troubles (logged), a call's progress (handed to the Host), a
 //! header declaration or argument refused (whose words `param_headers::render` keeps). Each is
-//! shown here, once, by [`Render`] with the
-//! Pack's scrubber, which knows every server's secrets: below the edge nothing holds one, and
-//! what a server said stays `Untrusted` until it arrives here.
+//! shown here, once, by [`Render`] with the Pack's scrubber, which knows every server's
+//! secrets: the session and the transport hold none, and what a server said stays `Untrusted`
+//! until it arrives here. (The authorization, which learns secrets as it runs, and the
+//! envelope's checks hold a scrubber of their own and show what they refuse themselves.)
 
 use reqwest::StatusCode;
 use runvil_plugin::Progress;

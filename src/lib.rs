@@ -45,7 +45,7 @@
 //!   changed or new tool is held until the user approves it.
 //! - `listing`: the JSON `get_dynamic_tools` answers, within its cap.
 //! - `edge`: where the lower layers' typed errors, troubles and progress become text, with the
-//!   Pack's scrubber, once; nothing under it holds a scrubber.
+//!   Pack's scrubber, once; the session and the transport under it hold no scrubber.
 //! - `tools`: the Pack and its two tools; `tools::arguments` checks their arguments against
 //!   the schemas they publish. `view`: what one caller may see of them (the contract's
 //!   `View`), a hidden tool answered as one that does not exist.

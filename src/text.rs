@@ -1,5 +1,5 @@
 //! Text and its taint: the bottom of the Pack, under `http`, `jsonrpc` and `transport`, which
-//! hold what a server said as [`Untrusted`] and never make text of it themselves.
+//! hold what a server said as [`Untrusted`] until a scrubber's holder shows it.
 //!
 //! One concern a file:
 //!
@@ -13,9 +13,9 @@
 //! - `shown`: [`Shown`], the one type of text that may leave the Pack, made only by scrubbing,
 //!   then cleaning, then cutting.
 //!
-//! Only the Pack's edge (the tools, the connector's states, the pins' reasons) and the log sink
-//! turn what a server said into a [`Shown`]; `envelope` checks server data (the tool pages, the
-//! tool check, the result) with these rules.
+//! What a server said becomes a [`Shown`] where a scrubber is held: the Pack's edge (the tools,
+//! the connector's states, the pins' reasons), the authorization, the envelope's checks (the
+//! tool pages, the tool check, the result) and the log sink.
 
 pub(crate) mod chars;
 mod clean;

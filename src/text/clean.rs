@@ -3,7 +3,7 @@
 //! "Clean" is this module's one verb: it removes what can deceive a reader without being seen
 //! (terminal escape sequences, and the control and invisible characters [`chars`] finds by
 //! their Unicode properties). Removing configured secrets is another job with another verb:
-//! the scrubber's (`crate::secret`). Text for log lines is escaped instead ([`log_safe`]),
+//! the scrubber's (`text::scrubber`). Text for log lines is escaped instead ([`log_safe`]),
 //! since an operator must see what was there.
 
 use super::Escape;
