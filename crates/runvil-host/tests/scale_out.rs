@@ -35,6 +35,8 @@ use tokio::sync::{Notify, watch};
 const SOON: Duration = Duration::from_secs(30);
 /// What an instance says at debug when the database tells it that `s`'s record changed.
 const HEARD: &str = "the store says the record of s changed";
+/// What an instance says at debug once the database's notices reach it.
+const LISTENING: &str = "listening to the store's change notices";
 /// What an instance says when it holds a tool of `s`.
 const HELD: &str = "runvil: s: 1 held (run `runvil trust s`)";
 /// The instances behind the balancer.
@@ -172,6 +174,11 @@ impl Cluster {
                 })
             })
             .collect();
+        // A record changed before an instance listens is read again, never heard: the tests
+        // that wait to hear a change start after both listen.
+        for instance in &instances {
+            instance.said(LISTENING, 1, SOON).await;
+        }
         let upstreams: Vec<SocketAddr> = instances.iter().map(address).collect();
         let pids = instances.iter().map(Gateway::pid).collect();
         let balancer = tokio::task::block_in_place(|| Balancer::start(&upstreams))?;

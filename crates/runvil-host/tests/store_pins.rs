@@ -34,6 +34,8 @@ const STORE_CANARY: &str = "pg-canary-71c4-never-shown";
 
 /// What `serve` says at debug when the database tells it that `s`'s record changed.
 const HEARD: &str = "the store says the record of s changed";
+/// What serve says at debug once the database's notices reach it.
+const LISTENING: &str = "listening to the store's change notices";
 
 /// A server `s` listing what the test says (each `tools/list` first waits for its gate when
 /// the test gates them), a config naming it, a store key and a pins file that must stay
@@ -300,22 +302,24 @@ async fn approvals_and_rejections_made_elsewhere_reach_a_running_serve_at_its_ne
     let mut log = BufReader::new(stderr.expect("serve's stderr")).lines();
     let client = ().serve(transport).await.expect("the MCP handshake");
     let mut logged = String::new();
-    let mut heard = async || {
+    let mut until_said = async |what: &str| {
         while let Some(line) = log.next_line().await.expect("serve's stderr") {
             logged.push_str(&line);
             logged.push('\n');
-            if line.contains(HEARD) {
+            if line.contains(what) {
                 return;
             }
         }
-        panic!("serve ended without hearing of the change: {logged}");
+        panic!("serve ended without saying {what:?}: {logged}");
     };
 
     let (error, answer) = call(&client, "search", "x").await;
     assert_eq!(error, Some(true), "held: {answer}");
+    // A change made before serve listens would be read again, never heard.
+    until_said(LISTENING).await;
     let out = world.run(&["trust", "s", "--yes"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", said(&out));
-    heard().await;
+    until_said(HEARD).await;
     assert_eq!(
         call(&client, "search", "x").await,
         (Some(false), "x".to_owned())
@@ -323,7 +327,7 @@ async fn approvals_and_rejections_made_elsewhere_reach_a_running_serve_at_its_ne
 
     // An administrator takes echo's approval back.
     world.edit_record("{tools,echo,pin}", &json!("0".repeat(64)));
-    heard().await;
+    until_said(HEARD).await;
     let (error, answer) = call(&client, "echo", "y").await;
     assert_eq!(error, Some(true), "{answer}");
     assert!(

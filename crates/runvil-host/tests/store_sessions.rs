@@ -18,6 +18,10 @@ const STORE_CANARY: &str = "pg-canary-9a2f-never-shown";
 /// What a gateway says, at debug, when the database tells it a session was ended.
 const HEARD: &str = "the store says a session was ended";
 
+/// What a gateway says, at debug, once the database's notices reach it: a session ended
+/// before it would be learnt only by the read all that follows, never heard.
+const LISTENING: &str = "listening to the store's change notices";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_deleted_on_one_gateway_is_refused_by_every_gateway_on_the_store() {
     let Some(postgres) = Postgres::start_with_password(STORE_CANARY) else {
@@ -38,6 +42,7 @@ async fn a_session_deleted_on_one_gateway_is_refused_by_every_gateway_on_the_sto
     let two = Gateway::start_with(config.path(), &session_key, &[], &env);
     let (on_one, on_two) = (Http::new(one.url()), Http::new(two.url()));
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    two.said(LISTENING, 1, Duration::from_secs(30)).await;
 
     let session = on_one.initialize().await;
     let other = on_one.initialize().await;
@@ -45,10 +50,7 @@ async fn a_session_deleted_on_one_gateway_is_refused_by_every_gateway_on_the_sto
     assert_eq!(on_one.delete(&session).await.status(), 204);
     // Refused at once where it was ended, and on the other once the database's notice came.
     assert_eq!(on_one.in_session(&session, &list).await.status(), 404);
-    support::wait_until("the notice heard", Duration::from_secs(30), async || {
-        two.stderr().contains(HEARD)
-    })
-    .await;
+    two.said(HEARD, 1, Duration::from_secs(30)).await;
     assert_eq!(on_two.in_session(&session, &list).await.status(), 404);
     assert_eq!(on_two.delete(&session).await.status(), 404);
     // Another session of the same client is not ended.

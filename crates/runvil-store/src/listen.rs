@@ -8,7 +8,7 @@
 //! [`RECONNECT_MAX`](crate::backoff::RECONNECT_MAX). Notices sent while it was away are lost, so each time it listens
 //! (again) it sends [`Change::Everything`]: every cached record is to be read anew, and what
 //! waits for the database (the audit lines) goes at once. Its loss and its return are said in
-//! the log, once each: they are the database's.
+//! the log, once each: they are the database's; each time it listens is said at debug.
 
 use std::sync::Weak;
 
@@ -89,6 +89,9 @@ pub(crate) async fn run(database: Weak<Database>) {
                     .await
                     .is_ok()
                 {
+                    // From here on every committed change is told: a test (or an operator)
+                    // changing a record after this line knows the notice will come.
+                    tracing::debug!(target: "runvil", "listening to the store's change notices");
                     if let Some(database) = database.upgrade() {
                         database.reached().await;
                         if std::mem::take(&mut away) {
