@@ -114,19 +114,21 @@ impl Results {
         }
     }
 
-    /// The mean over rounds of one cell.
-    fn mean(&self, key: &RowKey, kind: Kind) -> Option<f64> {
-        mean(self.wire.get(key)?.get(&kind)?)
-    }
-
-    /// pack / `other` for one row, on the round means.
+    /// pack / `other` for one row, as [`Results::ratio_of`] pairs them.
     fn ratio(&self, key: &RowKey, other: Kind) -> Option<f64> {
         self.ratio_of(key, Kind::Pack, other)
     }
 
-    /// `kind` / `other` for one row, on the round means.
+    /// `kind` / `other` for one row: the median of each round's ratio. A round measures the
+    /// clients one after the other, so its two figures share the machine's state of that
+    /// minute; a slow minute moves both, where it would move a ratio of means.
     fn ratio_of(&self, key: &RowKey, kind: Kind, other: Kind) -> Option<f64> {
-        Some(self.mean(key, kind)? / self.mean(key, other)?)
+        let row = self.wire.get(key)?;
+        let paired: Vec<f64> = (row.get(&kind)?.iter())
+            .zip(row.get(&other)?)
+            .map(|(value, over)| value / over)
+            .collect();
+        median(&paired)
     }
 
     fn idle_kib_per_server(&self) -> Option<f64> {
@@ -525,7 +527,7 @@ mod tests {
     }
 
     #[test]
-    fn a_ratio_is_of_the_round_means_and_idle_memory_is_per_server() {
+    fn a_ratio_is_the_median_of_the_rounds_ratios_and_idle_memory_is_per_server() {
         let key = RowKey {
             mode: Mode::NoDelay,
             payload_rank: 0,
@@ -533,10 +535,13 @@ mod tests {
             figure: Figure::P50,
         };
         let mut results = Results::default();
-        for (kind, value) in [(Kind::Pack, 110.0), (Kind::Pack, 130.0), (Kind::Raw, 100.0)] {
-            results.add(key.clone(), kind, value);
+        // Rounds of 1.1, 1.3 and 1.2 (the ratio of the means would be 490 / 400).
+        for (pack, raw) in [(110.0, 100.0), (260.0, 200.0), (120.0, 100.0)] {
+            results.add(key.clone(), Kind::Pack, pack);
+            results.add(key.clone(), Kind::Raw, raw);
         }
-        assert_eq!(results.ratio(&key, Kind::Raw), Some(1.2));
+        let ratio = results.ratio(&key, Kind::Raw).expect("a ratio");
+        assert!((ratio - 1.2).abs() < 1e-9, "{ratio}");
         assert_eq!(results.ratio(&key, Kind::Rmcp), None);
         (results.rss_kib, results.rss_servers) = (Some((1_000, 6_360)), 100);
         assert_eq!(results.idle_kib_per_server(), Some(53.6));
