@@ -30,7 +30,8 @@ fn form_value(form: &str, name: &str) -> String {
         .unwrap_or_default()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// On one thread, whose clock the test moves past the token's refresh.
+#[tokio::test]
 async fn a_refused_refresh_is_logged_scrubbed_and_on_one_line() {
     let logs = logs::capture("trace");
     let world = World {
@@ -61,7 +62,7 @@ async fn a_refused_refresh_is_logged_scrubbed_and_on_one_line() {
     };
     let setup = setup(world, Browser::default(), configured()).await;
     support::wait_for(&setup.pack, "s", "ready", SETTLE).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    support::skip_clock(Duration::from_secs(1)).await;
     // The token is due for its refresh: the refresh is refused before the call goes out.
     support::call(&setup.pack, "s", "echo", json!({}))
         .await

@@ -74,15 +74,13 @@ async fn a_command_about_one_server_contacts_no_other() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_waits_for_a_server_that_comes_up_later_through_its_retries() {
-    // A port nothing listens on yet: the server binds it 3 s after runvil starts, while the
-    // Pack retries after 1 s, then 2 s more.
-    let url = unreachable_url();
-    let port: u16 = url
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .parse()
+    // The port hangs up on runvil's first attempt, and the server binds it only then: the
+    // Pack reaches it by retrying (after 1 s).
+    let door = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
         .expect("a port");
-    let config = Temp::config(json!({"late": {"url": url}}));
+    let port = door.local_addr().expect("address").port();
+    let config = Temp::config(json!({"late": {"url": format!("http://127.0.0.1:{port}/mcp")}}));
     let list = args(&[
         "call",
         "late",
@@ -95,7 +93,11 @@ async fn wait_waits_for_a_server_that_comes_up_later_through_its_retries() {
     ]);
     let started = Instant::now();
     let call = tokio::spawn(run(list));
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let first = tokio::time::timeout(Duration::from_secs(20), door.accept())
+        .await
+        .expect("runvil's first attempt")
+        .expect("accepted");
+    drop((first, door));
     let server = Fixture::builder()
         .tools(ToolSet::Only(&["echo"]))
         .port(port)

@@ -12,7 +12,9 @@ use runvil_plugin::Pack;
 use serde_json::Value;
 
 // The test servers, the canaries, building the Pack and waiting, under the one name tests use.
-pub use crate::{call, pack, pack_with, settled, status, try_pack, wait_for, wait_until};
+pub use crate::{
+    call, pack, pack_with, settled, skip_clock, status, try_pack, wait_for, wait_until,
+};
 pub use crate::{canaries, changing, hostile, oauth};
 
 /// `mcp/get_dynamic_tools` with `args`, decoded.
