@@ -32,7 +32,7 @@
 //! - feature `test-support`: what the black-box tests share beyond the servers
 //!   (`test_support.rs`): reading the Pack's tools, a test binary's log lines, the Python
 //!   SDK's server.
-//! - `wait.rs`, whatever the features: the tests' one polling wait, and their clock skip.
+//! - `wait.rs`, whatever the features: the tests' one polling wait.
 
 #![forbid(unsafe_code)]
 
@@ -72,4 +72,4 @@ pub use pack::{call, listing, pack, pack_with, ready, settled, status, try_pack,
 pub use server::{Answers, Builder, Fixture, Mode};
 #[cfg(feature = "server")]
 pub use tools::ECHO_DESCRIPTION;
-pub use wait::{skip_clock, wait_until};
+pub use wait::wait_until;
