@@ -1,12 +1,14 @@
 //! The HTTP layer under both the transport and authorization: the client every request of
-//! the Pack goes out on, the one sender every request goes out through, a body read within a
-//! cap, and a failed request told without its URL.
+//! the Pack goes out on (its TLS settings in `tls`), the one sender every request goes out
+//! through, a body read within a cap, and a failed request told without its URL.
 //!
 //! Both the MCP servers and the authorization servers are untrusted parties reached over the
 //! same client, so what keeps a request from carrying a header elsewhere (no redirect
 //! followed, no `Referer`, no proxy from the environment, no compressed encoding asked for) and
 //! what keeps an answer from costing more than its cap is written once, here. Nothing here
 //! knows MCP or OAuth.
+
+mod tls;
 
 use std::borrow::Cow;
 use std::error::Error as _;
@@ -22,9 +24,15 @@ use crate::text::{Piece, Scrubber, Shown, Untrusted, show};
 pub(crate) const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
 
 /// The settings of every HTTP client of the Pack: no redirect, no proxy, no compression
-/// (reqwest's decompression features are off), a connect timeout.
+/// (reqwest's decompression features are off), a connect timeout, and reqwest's TLS with the
+/// trust roots read on first use ([`tls`]).
 pub(crate) fn client_builder() -> ClientBuilder {
-    Client::builder()
+    let builder = match tls::client_config() {
+        Ok(config) => Client::builder().tls_backend_preconfigured(config),
+        // reqwest's own settings, which refuse the same provider when the client is built.
+        Err(_) => Client::builder(),
+    };
+    builder
         .redirect(redirect_policy())
         .referer(false)
         .no_proxy()

@@ -282,9 +282,12 @@ impl Raw {
         Raw::start(Raw::http_client(pooled)?, url, modern).await
     }
 
-    /// The raw client's reqwest client; building it reads the trust store, as the Pack's does.
+    /// The raw client's reqwest client, with no trust roots: every server here is plain HTTP
+    /// on loopback, and the Pack's clients read theirs only at a first TLS handshake.
     pub(crate) fn http_client(pooled: bool) -> Result<reqwest::Client, String> {
-        let mut builder = reqwest::Client::builder().no_proxy();
+        let mut builder = reqwest::Client::builder()
+            .no_proxy()
+            .tls_certs_only(std::iter::empty());
         if !pooled {
             builder = builder.pool_max_idle_per_host(0);
         }

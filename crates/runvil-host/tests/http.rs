@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use shared_mcp_fixture::{Fixture, ToolSet};
 use support::gateway::{Gateway, Http, config_of, key_path, messages, result_text, tool_call};
-use support::{backend, backend_late, runvil, text};
+use support::{Temp, backend, backend_late, runvil, text};
 
 /// How long a test waits for something that happens at once; it bounds a failure, nothing is
 /// timed.
@@ -588,6 +588,49 @@ async fn tls_is_spoken_with_the_certificate_given() {
     let answer = support::tls_get(&gateway.base, &cert, "/healthz").await;
     assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
     assert!(answer.ends_with("ok\n"), "{answer}");
+}
+
+/// The Pack's own TLS, as a client of the gateway over HTTPS: it trusts the system's roots,
+/// here the gateway's certificate alone (`SSL_CERT_FILE`, read by every TLS client of the
+/// system and by the Pack when it first verifies a certificate), speaks to a server they
+/// hold and refuses one they do not, whose tools it never lists.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pack_speaks_tls_to_a_server_the_system_trusts_and_refuses_one_it_does_not() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let (cert, key) = (data.join("gateway-test.crt"), data.join("gateway-test.key"));
+    let config = config_of(&[]);
+    let args = [
+        "--tls-cert",
+        cert.to_str().expect("UTF-8"),
+        "--tls-key",
+        key.to_str().expect("UTF-8"),
+    ];
+    let gateway = Gateway::start(config.path(), &key_path(), &args);
+    let client = Temp::config(json!({"gw": {"url": format!("{}/mcp", gateway.base)}}));
+    // A server that fails is tried again until the wait ends: the refused run waits 2 s.
+    let tools = |roots: &std::path::Path, wait: &str| {
+        support::runvil_command(&["tools", "gw", "--config", client.arg(), "--wait", wait])
+            .env("SSL_CERT_FILE", roots)
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .expect("runvil runs")
+    };
+    let trusted = tools(&cert, "20");
+    assert_eq!(trusted.status.code(), Some(0), "{}", text(&trusted.stderr));
+    assert!(
+        text(&trusted.stdout).contains("get_dynamic_tools"),
+        "{}",
+        text(&trusted.stdout)
+    );
+    // Another certificate as the only root (tests/data/other-root.crt, which signed nothing).
+    let refused = tools(&data.join("other-root.crt"), "2");
+    assert_ne!(refused.status.code(), Some(0));
+    let status = text(&refused.stdout);
+    assert!(
+        status.contains("invalid peer certificate: UnknownIssuer"),
+        "{status}"
+    );
+    assert!(!status.contains("get_dynamic_tools"), "{status}");
 }
 
 #[test]

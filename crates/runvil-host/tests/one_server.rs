@@ -1,7 +1,7 @@
 //! A command about one server (`call NS`, `tools NS`) builds the Pack over that server alone,
 //! so no other server of the config is contacted, and an unknown namespace is said before any
 //! is; with `--wait` it waits for that server to be ready, through the retries of a server
-//! that is down.
+//! that is down; and a plain-HTTP server needs no trust roots on the machine.
 
 mod support;
 
@@ -133,4 +133,32 @@ async fn a_server_still_loading_when_wait_runs_out_exits_2_for_tools_as_for_call
         );
     }
     drop(listener);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_http_server_is_called_on_a_machine_without_trust_roots() {
+    // The Pack's clients read the system's roots at a first TLS handshake, which a plain-HTTP
+    // server never asks for: roots that cannot be read (a missing SSL_CERT_FILE) stop nothing.
+    let server = Hostile::start(hostile::mcp).await;
+    let config = Temp::config(json!({"s": {"url": server.url}}));
+    let list = args(&[
+        "call",
+        "s",
+        "echo",
+        r#"{"text":"hi"}"#,
+        "--config",
+        config.arg(),
+    ]);
+    let out = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = list.iter().map(String::as_str).collect();
+        runvil_command(&args)
+            .env("SSL_CERT_FILE", "/nonexistent/roots.pem")
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .expect("runvil runs")
+    })
+    .await
+    .expect("runvil ran");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hi\n");
 }
