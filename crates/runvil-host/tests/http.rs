@@ -591,9 +591,9 @@ async fn tls_is_spoken_with_the_certificate_given() {
 }
 
 /// The Pack's own TLS, as a client of the gateway over HTTPS: it trusts the system's roots,
-/// here the gateway's certificate alone (`SSL_CERT_FILE`, read by every TLS client of the
-/// system and by the Pack when it first verifies a certificate), speaks to a server they
-/// hold and refuses one they do not, whose tools it never lists.
+/// here the gateway's certificate alone (`SSL_CERT_FILE`, with `SSL_CERT_DIR` naming no
+/// folder, as OpenSSL reads them, and the Pack when it first verifies a certificate), speaks
+/// to a server they hold and refuses one they do not, whose tools it never lists.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_pack_speaks_tls_to_a_server_the_system_trusts_and_refuses_one_it_does_not() {
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
@@ -611,7 +611,7 @@ async fn the_pack_speaks_tls_to_a_server_the_system_trusts_and_refuses_one_it_do
     let tools = |roots: &std::path::Path, wait: &str| {
         support::runvil_command(&["tools", "gw", "--config", client.arg(), "--wait", wait])
             .env("SSL_CERT_FILE", roots)
-            .env_remove("SSL_CERT_DIR")
+            .env("SSL_CERT_DIR", "/nonexistent")
             .output()
             .expect("runvil runs")
     };

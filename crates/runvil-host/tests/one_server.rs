@@ -138,7 +138,8 @@ async fn a_server_still_loading_when_wait_runs_out_exits_2_for_tools_as_for_call
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_http_server_is_called_on_a_machine_without_trust_roots() {
     // The Pack's clients read the system's roots at a first TLS handshake, which a plain-HTTP
-    // server never asks for: roots that cannot be read (a missing SSL_CERT_FILE) stop nothing.
+    // server never asks for: roots that cannot be read (SSL_CERT_FILE and SSL_CERT_DIR naming
+    // nothing, where a client built with them refused every request) stop nothing.
     let server = Hostile::start(hostile::mcp).await;
     let config = Temp::config(json!({"s": {"url": server.url}}));
     let list = args(&[
@@ -153,7 +154,7 @@ async fn a_plain_http_server_is_called_on_a_machine_without_trust_roots() {
         let args: Vec<&str> = list.iter().map(String::as_str).collect();
         runvil_command(&args)
             .env("SSL_CERT_FILE", "/nonexistent/roots.pem")
-            .env_remove("SSL_CERT_DIR")
+            .env("SSL_CERT_DIR", "/nonexistent")
             .output()
             .expect("runvil runs")
     })
