@@ -52,13 +52,15 @@ fn a_missing_config_is_an_error_naming_the_path() {
 fn the_example_config_lists_every_entry_with_its_status() {
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/mcp.json");
     let out = Command::new(env!("CARGO_BIN_EXE_runvil"))
-        .args(["tools", "--config", config, "--wait", "0"])
+        .args(["tools", "--config", config, "--wait", "1"])
         .env_remove("GITHUB_TOKEN")
         .env("RUNVIL_PINS", support::scratch_pins())
         .output()
         .expect("runvil runs");
-    // Printed whole, and the exit code says that servers are refused or still loading.
-    assert_eq!(out.status.code(), Some(2));
+    // Printed whole, and the exit code says that a server could not be reached: nothing
+    // listens on local-dev's port here, which refuses the connection within the wait (at a
+    // wait of 0 it said "still loading" or "could not be reached", whichever came first).
+    assert_eq!(out.status.code(), Some(4));
     let listing: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let servers = listing["servers"].as_array().expect("servers");
     let names: Vec<&str> = servers
@@ -73,6 +75,14 @@ fn the_example_config_lists_every_entry_with_its_status() {
     assert_eq!(
         servers[1]["reason"],
         "environment variable GITHUB_TOKEN is not set (used in headers.Authorization)"
+    );
+    assert_eq!(servers[3]["status"], "error");
+    assert!(
+        servers[3]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("could not reach the server")),
+        "{}",
+        servers[3]
     );
 }
 

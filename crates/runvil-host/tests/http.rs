@@ -8,6 +8,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -20,7 +21,7 @@ use support::{Temp, backend, backend_late, runvil, text};
 const SOON: Duration = Duration::from_secs(20);
 
 /// A backend whose `slow` takes `slow_for`, and a config naming it `backend`.
-async fn slow_backend(slow_for: Duration) -> (Fixture, support::Temp) {
+async fn slow_backend(slow_for: Duration) -> (Fixture, Temp) {
     let server = Fixture::builder()
         .tools(ToolSet::Only(&["echo", "progress", "slow"]))
         .slow_for(slow_for)
@@ -570,7 +571,7 @@ async fn a_call_past_call_timeout_ends_as_an_error_the_model_reads() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tls_is_spoken_with_the_certificate_given() {
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let (cert, key) = (data.join("gateway-test.crt"), data.join("gateway-test.key"));
     let config = config_of(&[]);
     let args = [
@@ -596,7 +597,7 @@ async fn tls_is_spoken_with_the_certificate_given() {
 /// to a server they hold and refuses one they do not, whose tools it never lists.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_pack_speaks_tls_to_a_server_the_system_trusts_and_refuses_one_it_does_not() {
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let (cert, key) = (data.join("gateway-test.crt"), data.join("gateway-test.key"));
     let config = config_of(&[]);
     let args = [
@@ -608,7 +609,7 @@ async fn the_pack_speaks_tls_to_a_server_the_system_trusts_and_refuses_one_it_do
     let gateway = Gateway::start(config.path(), &key_path(), &args);
     let client = Temp::config(json!({"gw": {"url": format!("{}/mcp", gateway.base)}}));
     // A server that fails is tried again until the wait ends: the refused run waits 2 s.
-    let tools = |roots: &std::path::Path, wait: &str| {
+    let tools = |roots: &Path, wait: &str| {
         support::runvil_command(&["tools", "gw", "--config", client.arg(), "--wait", wait])
             .env("SSL_CERT_FILE", roots)
             .env("SSL_CERT_DIR", "/nonexistent")

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use hostile::Hostile;
 use serde_json::{Value, json};
 use shared_mcp_fixture::{Fixture, ToolSet};
-use support::{Temp, runvil_command, text, unreachable_url};
+use support::{Temp, runvil_command, text};
 
 /// Runs `runvil` with `args` off the test's runtime (its servers answer on it meanwhile).
 async fn run(args: Vec<String>) -> std::process::Output {
