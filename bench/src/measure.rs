@@ -161,8 +161,8 @@ pub(crate) async fn time_to_ready(urls: &[String]) -> Result<(Arc<dyn Pack>, Dur
 
 /// The raw client's time to ready over `urls` (servers that serve 2026-07-28 if `modern`), the
 /// baseline of [`time_to_ready`]: its reqwest client built (reading no trust roots, as the
-/// Pack's do not before a first TLS handshake), then every server's start ([`Raw::start`]) and `tools/list` at once on that
-/// one client. The clients, to be closed, and the time.
+/// Pack's do not before a first TLS handshake), then every server's start ([`Raw::start`])
+/// and `tools/list` at once on that one client. The clients, to be closed, and the time.
 pub(crate) async fn raw_time_to_ready(
     urls: &[String],
     modern: bool,

@@ -8,7 +8,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -569,10 +569,17 @@ async fn a_call_past_call_timeout_ends_as_an_error_the_model_reads() {
         .expect("the server was told");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn tls_is_spoken_with_the_certificate_given() {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let (cert, key) = (data.join("gateway-test.crt"), data.join("gateway-test.key"));
+/// A file of tests/data: the gateway's test certificate (`gateway-test.crt`, for 127.0.0.1
+/// and localhost, self-signed) and its key, and a root that signed nothing.
+fn test_data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// A gateway with no servers speaking TLS with the test certificate, and its config.
+fn tls_gateway() -> (Gateway, Temp) {
+    let (cert, key) = (test_data("gateway-test.crt"), test_data("gateway-test.key"));
     let config = config_of(&[]);
     let args = [
         "--tls-cert",
@@ -581,11 +588,18 @@ async fn tls_is_spoken_with_the_certificate_given() {
         key.to_str().expect("UTF-8"),
     ];
     let gateway = Gateway::start(config.path(), &key_path(), &args);
+    (gateway, config)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_is_spoken_with_the_certificate_given() {
+    let (gateway, _config) = tls_gateway();
     assert!(
         gateway.base.starts_with("https://127.0.0.1:"),
         "{}",
         gateway.base
     );
+    let cert = test_data("gateway-test.crt");
     let answer = support::tls_get(&gateway.base, &cert, "/healthz").await;
     assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
     assert!(answer.ends_with("ok\n"), "{answer}");
@@ -597,16 +611,7 @@ async fn tls_is_spoken_with_the_certificate_given() {
 /// to a server they hold and refuses one they do not, whose tools it never lists.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_pack_speaks_tls_to_a_server_the_system_trusts_and_refuses_one_it_does_not() {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let (cert, key) = (data.join("gateway-test.crt"), data.join("gateway-test.key"));
-    let config = config_of(&[]);
-    let args = [
-        "--tls-cert",
-        cert.to_str().expect("UTF-8"),
-        "--tls-key",
-        key.to_str().expect("UTF-8"),
-    ];
-    let gateway = Gateway::start(config.path(), &key_path(), &args);
+    let (gateway, _config) = tls_gateway();
     let client = Temp::config(json!({"gw": {"url": format!("{}/mcp", gateway.base)}}));
     // A server that fails is tried again until the wait ends: the refused run waits 2 s.
     let tools = |roots: &Path, wait: &str| {
@@ -616,7 +621,7 @@ async fn the_pack_speaks_tls_to_a_server_the_system_trusts_and_refuses_one_it_do
             .output()
             .expect("runvil runs")
     };
-    let trusted = tools(&cert, "20");
+    let trusted = tools(&test_data("gateway-test.crt"), "20");
     assert_eq!(trusted.status.code(), Some(0), "{}", text(&trusted.stderr));
     assert!(
         text(&trusted.stdout).contains("get_dynamic_tools"),
@@ -624,7 +629,7 @@ async fn the_pack_speaks_tls_to_a_server_the_system_trusts_and_refuses_one_it_do
         text(&trusted.stdout)
     );
     // Another certificate as the only root (tests/data/other-root.crt, which signed nothing).
-    let refused = tools(&data.join("other-root.crt"), "2");
+    let refused = tools(&test_data("other-root.crt"), "2");
     assert_ne!(refused.status.code(), Some(0));
     let status = text(&refused.stdout);
     assert!(

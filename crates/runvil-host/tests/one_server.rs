@@ -142,24 +142,20 @@ async fn a_plain_http_server_is_called_on_a_machine_without_trust_roots() {
     // nothing, where a client built with them refused every request) stop nothing.
     let server = Hostile::start(hostile::mcp).await;
     let config = Temp::config(json!({"s": {"url": server.url}}));
-    let list = args(&[
+    let call = [
         "call",
         "s",
         "echo",
         r#"{"text":"hi"}"#,
         "--config",
         config.arg(),
-    ]);
-    let out = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = list.iter().map(String::as_str).collect();
-        runvil_command(&args)
-            .env("SSL_CERT_FILE", "/nonexistent/roots.pem")
-            .env("SSL_CERT_DIR", "/nonexistent")
-            .output()
-            .expect("runvil runs")
-    })
-    .await
-    .expect("runvil ran");
+    ];
+    let out = tokio::process::Command::from(runvil_command(&call))
+        .env("SSL_CERT_FILE", "/nonexistent/roots.pem")
+        .env("SSL_CERT_DIR", "/nonexistent")
+        .output()
+        .await
+        .expect("runvil runs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "hi\n");
 }
