@@ -28,8 +28,9 @@
 //!   changed; paging, cancellation, restarts.
 //! - `jsonrpc`: the JSON-RPC messages of both eras as typed values, and every server message
 //!   read into one typed enum.
-//! - `http`: the layer under the transport and authorization: the one client, the one
-//!   sender (no redirect followed), capped reads, failures without their URL.
+//! - `http`: the layer under the transport and authorization: the one client (its TLS in
+//!   `http::tls`, the trust roots read at a first handshake), the one sender (no redirect
+//!   followed), capped reads, failures without their URL.
 //! - `transport`: Streamable HTTP over reqwest and rustls, with byte caps; `transport::route`
 //!   picks pooled or new connections per server, against the delayed-ACK stall.
 //! - `auth`: OAuth 2.1 for servers that ask, on the transport's `401` and `403`: `machine`
