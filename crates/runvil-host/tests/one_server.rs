@@ -14,18 +14,18 @@ use serde_json::{Value, json};
 use shared_mcp_fixture::{Fixture, ToolSet};
 use support::{Temp, runvil_command, text};
 
-/// Runs `runvil` with `args` off the test's runtime (its servers answer on it meanwhile).
-async fn run(args: Vec<String>) -> std::process::Output {
-    tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        runvil_command(&args).output().expect("runvil runs")
-    })
-    .await
-    .expect("runvil ran")
+/// Runs `command` (a [`runvil_command`]) as a child the test's runtime waits on, so its
+/// servers answer meanwhile.
+async fn output(command: std::process::Command) -> std::process::Output {
+    tokio::process::Command::from(command)
+        .output()
+        .await
+        .expect("runvil runs")
 }
 
-fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|a| (*a).to_owned()).collect()
+/// Runs `runvil` with `args`, as [`output`] does.
+async fn run(args: &[&str]) -> std::process::Output {
+    output(runvil_command(args)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -35,19 +35,19 @@ async fn a_command_about_one_server_contacts_no_other() {
     let config = Temp::config(json!({"asked": {"url": asked.url}, "other": {"url": other.url}}));
     let config = config.arg().to_owned();
 
-    let out = run(args(&[
+    let out = run(&[
         "call",
         "asked",
         "echo",
         r#"{"text":"hi"}"#,
         "--config",
         &config,
-    ]))
+    ])
     .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "hi\n");
     assert_eq!(text(&out.stderr), "runvil: 1 server: 1 ready\n");
-    let out = run(args(&["tools", "asked", "--config", &config])).await;
+    let out = run(&["tools", "asked", "--config", &config]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let listing: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(listing["namespace"], "asked");
@@ -57,9 +57,7 @@ async fn a_command_about_one_server_contacts_no_other() {
     // An unknown namespace is said, with the config's, before any server is contacted.
     let before = asked.connections();
     for command in [&["call", "nope", "echo"][..], &["tools", "nope"]] {
-        let mut list = args(command);
-        list.extend(args(&["--config", &config]));
-        let out = run(list).await;
+        let out = run(&[command, &["--config", &config]].concat()).await;
         assert_eq!(out.status.code(), Some(2), "{command:?}");
         assert_eq!(
             text(&out.stderr),
@@ -81,7 +79,8 @@ async fn wait_waits_for_a_server_that_comes_up_later_through_its_retries() {
         .expect("a port");
     let port = door.local_addr().expect("address").port();
     let config = Temp::config(json!({"late": {"url": format!("http://127.0.0.1:{port}/mcp")}}));
-    let list = args(&[
+    let started = Instant::now();
+    let call = tokio::spawn(output(runvil_command(&[
         "call",
         "late",
         "echo",
@@ -90,9 +89,7 @@ async fn wait_waits_for_a_server_that_comes_up_later_through_its_retries() {
         config.arg(),
         "--wait",
         "20",
-    ]);
-    let started = Instant::now();
-    let call = tokio::spawn(run(list));
+    ])));
     let first = tokio::time::timeout(Duration::from_secs(20), door.accept())
         .await
         .expect("runvil's first attempt")
@@ -117,9 +114,7 @@ async fn a_server_still_loading_when_wait_runs_out_exits_2_for_tools_as_for_call
     let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
     let config = Temp::config(json!({"mute": {"url": url}}));
     for command in [&["tools", "mute"][..], &["call", "mute", "echo"]] {
-        let mut list = args(command);
-        list.extend(args(&["--config", config.arg(), "--wait", "1"]));
-        let out = run(list).await;
+        let out = run(&[command, &["--config", config.arg(), "--wait", "1"]].concat()).await;
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -142,20 +137,18 @@ async fn a_plain_http_server_is_called_on_a_machine_without_trust_roots() {
     // nothing, where a client built with them refused every request) stop nothing.
     let server = Hostile::start(hostile::mcp).await;
     let config = Temp::config(json!({"s": {"url": server.url}}));
-    let call = [
+    let mut command = runvil_command(&[
         "call",
         "s",
         "echo",
         r#"{"text":"hi"}"#,
         "--config",
         config.arg(),
-    ];
-    let out = tokio::process::Command::from(runvil_command(&call))
+    ]);
+    command
         .env("SSL_CERT_FILE", "/nonexistent/roots.pem")
-        .env("SSL_CERT_DIR", "/nonexistent")
-        .output()
-        .await
-        .expect("runvil runs");
+        .env("SSL_CERT_DIR", "/nonexistent");
+    let out = output(command).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "hi\n");
 }
